@@ -1,0 +1,1 @@
+"""Ground floor of faithbench: everything tasks, metrics and submissions import."""

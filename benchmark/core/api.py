@@ -1,0 +1,227 @@
+"""The only surface a submitter imports: batch and target types, the model
+surface, the Explainer protocol, and the frozen spec types.
+
+One batch type serves every task kind. A classifier row is a token sequence
+(``segments`` tells premise from hypothesis for NLI). A seq2seq alignment row is
+one (source sentence, target position): ``ids`` holds the source, ``prefix`` the
+teacher-forced target words before that position, and the target is the next
+target word. In every case an explainer scores the tokens in ``ids``, one float
+per position, higher = more important for ``target``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+
+# Capabilities an explainer may require of the model surface.
+GRADIENTS = "gradients"  # model is differentiable wrt its input embeddings
+EMBEDDINGS = "embeddings"  # embed() / logits_from_embeddings()
+ATTENTION = "attention"  # attention()
+
+# Task kinds.
+CLASSIFICATION = "classification"
+PAIR_CLASSIFICATION = "pair_classification"
+ALIGNMENT = "alignment"
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Token ids as the model sees them, right-padded.
+
+    ids: (B, T) long; mask: (B, T) bool, True = real token;
+    segments: (B, T) long or None (0 = first sentence, 1 = second);
+    prefix, prefix_mask: (B, U) teacher-forced target prefix, or None;
+    example_ids: B strings, the ids records and files use.
+    """
+
+    ids: torch.Tensor
+    mask: torch.Tensor
+    example_ids: tuple[str, ...]
+    segments: torch.Tensor | None = None
+    prefix: torch.Tensor | None = None
+    prefix_mask: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        return self.ids.shape[0]
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        """(B,) number of real tokens per row."""
+        return self.mask.sum(dim=1)
+
+    def replace(self, **changes: Any) -> Batch:
+        return dataclasses.replace(self, **changes)
+
+    def select(self, rows: torch.Tensor | list[int]) -> Batch:
+        """Rows ``rows`` (repeats allowed), in that order."""
+        rows = torch.as_tensor(rows, dtype=torch.long, device=self.ids.device)
+        pick = lambda t: None if t is None else t.index_select(0, rows)  # noqa: E731
+        ids = [self.example_ids[i] for i in rows.tolist()]
+        return Batch(
+            ids=pick(self.ids),
+            mask=pick(self.mask),
+            example_ids=tuple(ids),
+            segments=pick(self.segments),
+            prefix=pick(self.prefix),
+            prefix_mask=pick(self.prefix_mask),
+        )
+
+    def tokens_of(self, row: int) -> list[int]:
+        """The real token ids of one row."""
+        return self.ids[row][self.mask[row]].tolist()
+
+
+Target = torch.Tensor  # (B,) long: class index, or next target-word id for seq2seq rows
+
+
+@runtime_checkable
+class ExplainableModel(Protocol):
+    """What explainers and metrics may use of a model, and nothing else.
+
+    ``logits`` returns (B, C) scores over classes (or the target vocabulary);
+    ``embed`` the (B, T, D) input embeddings that ``logits_from_embeddings`` maps
+    to the same logits, so gradients wrt embeddings are well defined;
+    ``attention`` (B, T) weights that sum to 1 over real tokens.
+    """
+
+    pad_id: int  # padding id; its embedding is the zero vector
+    mask_id: int  # the unknown-word id the ``mask`` eraser substitutes
+    baseline_id: int  # the id whose embedding is the reference input
+
+    def logits(self, batch: Batch) -> torch.Tensor: ...
+
+    def embed(self, batch: Batch) -> torch.Tensor: ...
+
+    def logits_from_embeddings(self, embeds: torch.Tensor, batch: Batch) -> torch.Tensor: ...
+
+    def attention(self, batch: Batch) -> torch.Tensor: ...
+
+
+def canonical_id(name: str, params: tuple[tuple[str, Any], ...], version: str) -> str:
+    """``name[key=value;...]@version`` — the same string in records, caches, columns."""
+    inner = ";".join(f"{k}={_fmt(v)}" for k, v in sorted(params))
+    return f"{name}[{inner}]@{version}" if inner else f"{name}@{version}"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, (tuple, list)):
+        return ",".join(_fmt(v) for v in value)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class ExplainerSpec:
+    """Metadata of an explainer. Bump ``version`` whenever its outputs change."""
+
+    name: str
+    version: str
+    requires: frozenset[str] = frozenset()
+    params: tuple[tuple[str, Any], ...] = ()
+    deterministic: bool = True
+    citation: str = ""
+    description: str = ""
+
+    @property
+    def id(self) -> str:
+        return canonical_id(self.name, self.params, self.version)
+
+    def param(self, key: str) -> Any:
+        return dict(self.params)[key]
+
+
+@runtime_checkable
+class Explainer(Protocol):
+    """A submission exposes one object with a ``spec`` and a batched ``explain``.
+
+    ``explain`` returns a float tensor (B, T) aligned with ``batch.ids``; values
+    at padded positions are ignored. ``rng`` is the only randomness allowed.
+    """
+
+    spec: ExplainerSpec
+
+    def explain(
+        self, model: ExplainableModel, batch: Batch, target: Target, *, rng: torch.Generator
+    ) -> torch.Tensor: ...
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """Metadata of a task; ``kind`` decides which metrics apply."""
+
+    name: str
+    version: str
+    kind: str
+    dataset: str  # hub id, or "generated"
+    eval_split: str
+    labels: tuple[str, ...]
+    citation: str = ""
+    has_reference: bool = False  # human or planted rationales exist
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def id(self) -> str:
+        return canonical_id(self.name, self.params, self.version)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """Metadata of a metric. ``direction``: "higher" or "lower" is more faithful
+    (or more plausible for the plausibility family)."""
+
+    name: str
+    version: str
+    direction: str
+    kinds: frozenset[str]
+    params: tuple[tuple[str, Any], ...] = ()
+    family: str = "faithfulness"  # or "plausibility"; never mixed in rankings
+    needs_reference: bool = False
+    citation: str = ""
+
+    @property
+    def id(self) -> str:
+        return canonical_id(self.name, self.params, self.version)
+
+    def param(self, key: str) -> Any:
+        return dict(self.params)[key]
+
+
+@dataclass(frozen=True)
+class MetricInput:
+    """Everything a metric sees for one batch of examples.
+
+    scores: (B, T) explainer scores; target: (B,) the predicted class ŷ;
+    base_probs: (B, C) p(·|x) computed once per model; perturber: the engine
+    that forwards perturbed variants; reference: (B, T) bool rationale or None.
+    """
+
+    batch: Batch
+    scores: torch.Tensor
+    target: torch.Tensor
+    base_probs: torch.Tensor
+    perturber: Any
+    reference: torch.Tensor | None = None
+
+
+class Metric(Protocol):
+    spec: MetricSpec
+
+    def compute(self, inp: MetricInput) -> torch.Tensor:
+        """(B,) float per-example values."""
+        ...
+
+
+@dataclass(frozen=True)
+class SimpleMetric:
+    """A metric as a spec plus a pure per-batch function."""
+
+    spec: MetricSpec
+    fn: Any = field(repr=False)
+
+    def compute(self, inp: MetricInput) -> torch.Tensor:
+        return self.fn(inp, **dict(self.spec.params))

@@ -1,0 +1,40 @@
+"""How a token is taken out of an input, as tensor operations on ids and masks.
+
+``delete`` removes the tokens and closes the gap, order kept (ERASER);
+``mask`` substitutes the model's unknown-word id; ``pad`` substitutes the
+padding id (zero embedding). The last two keep the length, so the input stays
+closer to the training distribution in length but not in content.
+"""
+
+import torch
+
+from benchmark.core.api import Batch
+from benchmark.core.errors import InputError
+
+ERASERS = ("delete", "mask", "pad")
+
+
+def erase(batch: Batch, keep: torch.Tensor, how: str, *, pad_id: int, mask_id: int) -> Batch:
+    """Apply ``keep`` (B, T) bool (True = keep) to ``batch`` with eraser ``how``."""
+    keep = keep & batch.mask
+    if how == "delete":
+        return _delete(batch, keep, pad_id)
+    if how == "mask":
+        return batch.replace(ids=torch.where(keep | ~batch.mask, batch.ids, mask_id))
+    if how == "pad":
+        return batch.replace(ids=torch.where(keep | ~batch.mask, batch.ids, pad_id))
+    raise InputError(f"unknown eraser {how!r}; choose one of {', '.join(ERASERS)}")
+
+
+def _delete(batch: Batch, keep: torch.Tensor, pad_id: int) -> Batch:
+    # stable sort puts kept positions first, in their original order
+    order = torch.sort((~keep).to(torch.int8), dim=1, stable=True).indices
+    n = keep.sum(dim=1)
+    width = max(int(n.max()) if n.numel() else 0, 1)
+    order = order[:, :width]
+    mask = torch.arange(width, device=keep.device).unsqueeze(0) < n.unsqueeze(1)
+    ids = batch.ids.gather(1, order).masked_fill(~mask, pad_id)
+    segments = None
+    if batch.segments is not None:
+        segments = batch.segments.gather(1, order).masked_fill(~mask, 0)
+    return batch.replace(ids=ids, mask=mask, segments=segments)

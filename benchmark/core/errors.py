@@ -1,0 +1,45 @@
+"""Error types. Every message names the file, line, field, plugin or example ids.
+
+Bad input (``InputError``) exits 2; plugin failures (``PluginError``) are recorded,
+the rest of the run completes, and the process exits 1.
+"""
+
+
+class FaithbenchError(Exception):
+    """Base class of every error faithbench raises on purpose."""
+
+    exit_code = 2
+
+
+class InputError(FaithbenchError):
+    """Malformed user input: data file, explanations file, config, CLI value."""
+
+
+class DataFileError(InputError):
+    """A data or explanations file is malformed; names the file, line and field."""
+
+    def __init__(self, path, line: int | None, field: str | None, problem: str):
+        self.path, self.line, self.field = str(path), line, field
+        where = self.path + (f", line {line}" if line is not None else "")
+        what = f" field {field!r}:" if field else ":"
+        super().__init__(f"{where}:{what} {problem}")
+
+
+class UnknownNameError(InputError):
+    """A registry lookup failed; the message suggests close matches."""
+
+
+class PluginError(FaithbenchError):
+    """An explainer plugin failed to load, raised, or returned bad output."""
+
+    exit_code = 1
+
+    def __init__(self, plugin: str, stage: str, problem: str, example_ids=()):
+        self.plugin, self.stage, self.problem = plugin, stage, problem
+        self.example_ids = tuple(str(i) for i in example_ids)
+        ids = ""
+        if self.example_ids:
+            shown = ", ".join(self.example_ids[:8])
+            more = f" (+{len(self.example_ids) - 8} more)" if len(self.example_ids) > 8 else ""
+            ids = f" [examples {shown}{more}]"
+        super().__init__(f"explainer {plugin!r} failed at {stage}: {problem}{ids}")

@@ -1,0 +1,51 @@
+"""Encoder pieces shared by the task models."""
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+
+class BiLSTMEncoder(nn.Module):
+    """(B, T, D) embeddings -> (B, T, 2H) states; padded positions are zero."""
+
+    def __init__(self, input_dim: int, hidden: int):
+        super().__init__()
+        self.rnn = nn.LSTM(input_dim, hidden, batch_first=True, bidirectional=True)
+        self.output_dim = 2 * hidden
+
+    def forward(self, embeds: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        lengths = mask.sum(dim=1).clamp(min=1).cpu()  # an emptied row runs over one pad step
+        packed = pack_padded_sequence(embeds, lengths, batch_first=True, enforce_sorted=False)
+        out, _ = self.rnn(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=embeds.shape[1])
+        return out
+
+
+class AdditiveAttention(nn.Module):
+    """Bahdanau-style attention: score_t = v·tanh(W h_t [+ U q]); softmax over real tokens."""
+
+    def __init__(self, state_dim: int, attn_dim: int, query_dim: int = 0):
+        super().__init__()
+        self.key = nn.Linear(state_dim, attn_dim)
+        self.query = nn.Linear(query_dim, attn_dim, bias=False) if query_dim else None
+        self.v = nn.Linear(attn_dim, 1, bias=False)
+
+    def forward(self, states: torch.Tensor, mask: torch.Tensor, query: torch.Tensor | None = None):
+        """Returns weights (B, T) and the context (B, state_dim)."""
+        hidden = self.key(states)
+        if self.query is not None and query is not None:
+            hidden = hidden + self.query(query).unsqueeze(1)
+        scores = self.v(torch.tanh(hidden)).squeeze(-1)
+        mask = nonempty(mask)
+        weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+        context = torch.bmm(weights.unsqueeze(1), states).squeeze(1)
+        return weights, context
+
+
+def nonempty(mask: torch.Tensor) -> torch.Tensor:
+    """Treat an all-erased row as one (padding) token, so softmax stays defined."""
+    empty = ~mask.any(dim=1)
+    if empty.any():
+        mask = mask.clone()
+        mask[empty, 0] = True
+    return mask

@@ -1,0 +1,59 @@
+"""The model of the attention debate (Jain & Wallace 2019): embedding -> BiLSTM ->
+additive (tanh) attention -> linear. It implements the model surface explainers use."""
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+from benchmark.core.api import Batch
+from benchmark.core.models.blocks import AdditiveAttention, BiLSTMEncoder
+
+
+@dataclass(frozen=True)
+class ClassifierConfig:
+    vocab_size: int
+    num_classes: int
+    embed_dim: int = 128
+    hidden: int = 128
+    attn_dim: int = 128
+    dropout: float = 0.3
+    pad_id: int = 0
+    unk_id: int = 1
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class AttentionClassifier(nn.Module):
+    def __init__(self, config: ClassifierConfig):
+        super().__init__()
+        self.config = config
+        self.pad_id = config.pad_id
+        self.mask_id = config.unk_id
+        self.baseline_id = config.pad_id  # zero embedding, the usual IG reference
+        self.embedding = nn.Embedding(config.vocab_size, config.embed_dim, padding_idx=config.pad_id)
+        self.encoder = BiLSTMEncoder(config.embed_dim, config.hidden)
+        self.attn = AdditiveAttention(self.encoder.output_dim, config.attn_dim)
+        self.dropout = nn.Dropout(config.dropout)
+        self.out = nn.Linear(self.encoder.output_dim, config.num_classes)
+
+    def embed(self, batch: Batch) -> torch.Tensor:
+        return self.embedding(batch.ids)
+
+    def _forward(self, embeds: torch.Tensor, batch: Batch):
+        states = self.encoder(self.dropout(embeds), batch.mask)
+        weights, context = self.attn(states, batch.mask)
+        return self.out(self.dropout(context)), weights
+
+    def logits_from_embeddings(self, embeds: torch.Tensor, batch: Batch) -> torch.Tensor:
+        return self._forward(embeds, batch)[0]
+
+    def logits(self, batch: Batch) -> torch.Tensor:
+        return self.logits_from_embeddings(self.embed(batch), batch)
+
+    def attention(self, batch: Batch) -> torch.Tensor:
+        return self._forward(self.embed(batch), batch)[1] * batch.mask
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        return self.logits(batch)

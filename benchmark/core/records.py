@@ -1,0 +1,134 @@
+"""Result and failure records, and the JSON Lines files that hold them.
+
+One result per (task, model seed, explainer, metric) with ``schema_version``, a
+content key, the estimate (mean, CI, n), provenance and timing; its per-example
+values live beside it in their own file, written (atomically) before the result
+line, so a result line always has its per-example file. Failures are their own
+record type in their own file, never mixed into results.
+
+A unit is done if and only if its result line exists. Appends are flushed and
+fsync'd; a line cut short by ``kill -9`` has no trailing newline and is dropped
+on the next read and repaired on the next append, so it is never read as a result.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+from dataclasses import MISSING, asdict, dataclass, field
+from pathlib import Path
+
+import jsonlines
+
+from benchmark.core.cache import atomic_write
+from benchmark.core.errors import DataFileError
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ResultRecord:
+    key: str
+    task: str
+    model_seed: int
+    explainer: str
+    metric: str
+    family: str
+    direction: str
+    split: str
+    estimate: dict
+    per_example_file: str
+    provenance: dict
+    timing: dict
+    extra: dict = field(default_factory=dict)
+    created_at: float = field(default_factory=time.time)
+    record_type: str = "result"
+    schema_version: int = SCHEMA_VERSION
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict, *, where: str = "<record>") -> ResultRecord:
+        if d.get("record_type") != "result":
+            raise DataFileError(where, None, "record_type", f"expected 'result', got {d.get('record_type')!r}")
+        version = d.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise DataFileError(where, None, "schema_version", f"unsupported version {version!r}")
+        fields = cls.__dataclass_fields__
+        required = [k for k, f in fields.items() if f.default is MISSING and f.default_factory is MISSING]
+        for k in required:
+            if k not in d:
+                raise DataFileError(where, None, k, "missing from result record")
+        return cls(**{k: v for k, v in d.items() if k in fields})
+
+
+@dataclass(frozen=True)
+class FailureRecord:
+    task: str
+    explainer: str
+    stage: str
+    message: str
+    example_ids: list = field(default_factory=list)
+    model_seed: int | None = None
+    created_at: float = field(default_factory=time.time)
+    record_type: str = "failure"
+    schema_version: int = SCHEMA_VERSION
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def append_jsonl(path: Path, obj: dict) -> None:
+    """Append one line durably; first cut off any partial line left by a crash."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _repair_tail(path)
+    with open(path, "a", encoding="utf-8") as fh:
+        with jsonlines.Writer(fh, compact=True, sort_keys=True) as writer:
+            writer.write(obj)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _repair_tail(path: Path) -> None:
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with open(path, "rb+") as fh:
+        data = fh.read()
+        if data.endswith(b"\n"):
+            return
+        fh.truncate(data.rfind(b"\n") + 1)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Complete lines of a JSON Lines file; a final line without newline is ignored.
+
+    A malformed complete line is an error naming the file and line.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    complete = text[: text.rfind("\n") + 1]
+    with jsonlines.Reader(io.StringIO(complete)) as reader:
+        try:
+            return list(reader.iter(type=dict, skip_empty=True))
+        except jsonlines.InvalidLineError as exc:
+            raise DataFileError(path, exc.lineno, None, "not a valid JSON object") from None
+
+
+def write_jsonl_atomic(path: Path, rows: list[dict]) -> None:
+    """Write a whole JSON Lines file at once (temp file + rename)."""
+
+    def write(tmp):
+        with jsonlines.open(tmp, mode="w", compact=True, sort_keys=True) as writer:
+            writer.write_all(rows)
+
+    atomic_write(Path(path), write)
+
+
+def read_results(path: Path) -> list[ResultRecord]:
+    return [ResultRecord.from_dict(d, where=f"{path}, line {i}")
+            for i, d in enumerate(read_jsonl(path), start=1) if d.get("record_type") == "result"]

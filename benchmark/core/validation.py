@@ -1,0 +1,149 @@
+"""Checks on explainer output. Bad output is a ``PluginError`` naming the plugin,
+stage and example ids — never a silent zero.
+
+``check_scores`` guards every call during a run; ``run_checks`` is what
+``faithbench validate`` prints: shape, finite values, determinism (if declared),
+the same answer alone and in a batch (inseq dropped a method that failed this),
+and time per example.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from benchmark.core.api import Batch, Explainer, ExplainableModel
+from benchmark.core.errors import PluginError
+
+BATCH_TOLERANCE = 1e-4  # relative; batched LSTM kernels differ in the last bits
+
+
+def check_scores(name: str, scores, batch: Batch, stage: str = "explain") -> torch.Tensor:
+    """Return ``scores`` as float32 (B, T) with padding zeroed, or raise PluginError."""
+    if not isinstance(scores, torch.Tensor):
+        raise PluginError(name, stage, f"returned {type(scores).__name__}, expected a torch.Tensor",
+                          batch.example_ids)
+    want = tuple(batch.ids.shape)
+    if tuple(scores.shape) != want:
+        raise PluginError(name, stage, f"returned shape {tuple(scores.shape)}, expected (B, T) = {want}",
+                          batch.example_ids)
+    if not (scores.is_floating_point() or scores.dtype in (torch.int32, torch.int64)):
+        raise PluginError(name, stage, f"returned dtype {scores.dtype}, expected a float tensor",
+                          batch.example_ids)
+    scores = scores.detach().float().cpu()
+    bad = (~torch.isfinite(scores) & batch.mask.cpu()).any(dim=1)
+    if bad.any():
+        ids = [batch.example_ids[i] for i in bad.nonzero().flatten().tolist()]
+        raise PluginError(name, stage, "returned NaN or infinite scores at real tokens", ids)
+    return scores.masked_fill(~batch.mask.cpu(), 0.0)
+
+
+def explain_checked(explainer: Explainer, model: ExplainableModel, batch: Batch, target, *,
+                    seed: int, time_budget_s: float | None = None) -> torch.Tensor:
+    """Call the plugin, turning any exception or bad output into a PluginError."""
+    name = explainer.spec.name
+    rng = torch.Generator().manual_seed(seed)
+    start = time.perf_counter()
+    try:
+        scores = explainer.explain(model, batch, target, rng=rng)
+    except PluginError:
+        raise
+    except Exception as exc:  # a plugin may raise anything; report it, do not crash the run
+        raise PluginError(name, "explain", f"raised {type(exc).__name__}: {exc}", batch.example_ids) from exc
+    elapsed = time.perf_counter() - start
+    if time_budget_s is not None and elapsed > time_budget_s * len(batch):
+        raise PluginError(
+            name, "explain",
+            f"took {elapsed / len(batch):.3f}s per example, over the budget of {time_budget_s}s",
+            batch.example_ids,
+        )
+    return check_scores(name, scores, batch)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    check: str
+    passed: bool
+    detail: str
+
+
+def run_checks(explainer: Explainer, model: ExplainableModel, batch: Batch, target, *,
+               time_budget_s: float = 1.0) -> list[CheckResult]:
+    """All plugin checks on one batch; every check runs even if an earlier one fails."""
+    results: list[CheckResult] = []
+
+    def attempt(check: str, fn):
+        try:
+            detail = fn()
+            results.append(CheckResult(check, True, detail or "ok"))
+        except Exception as exc:  # report the failure as this check's result
+            results.append(CheckResult(check, False, str(exc)))
+
+    spec = getattr(explainer, "spec", None)
+    attempt("spec", lambda: _check_spec(explainer))
+    if spec is None:
+        return results
+    first: dict[str, torch.Tensor] = {}
+
+    def shape_and_finite():
+        first["scores"] = explain_checked(explainer, model, batch, target, seed=0)
+        return f"(B, T) = {tuple(batch.ids.shape)}, all finite"
+
+    attempt("shape_and_finite", shape_and_finite)
+
+    def determinism():
+        if not spec.deterministic:
+            return "skipped: spec declares deterministic=False"
+        a = first.get("scores")
+        if a is None:
+            raise AssertionError("no output to compare (shape check failed)")
+        b = explain_checked(explainer, model, batch, target, seed=0)
+        if not torch.allclose(a, b, rtol=BATCH_TOLERANCE, atol=1e-6):
+            diff = (a - b).abs().max().item()
+            raise AssertionError(f"two calls with the same seed differ by up to {diff:.3g}")
+        return "same output on a second call"
+
+    attempt("determinism", determinism)
+
+    def alone_vs_batch():
+        if not spec.deterministic:
+            return "skipped: spec declares deterministic=False"
+        together = first.get("scores")
+        if together is None:
+            raise AssertionError("no output to compare (shape check failed)")
+        for row in range(len(batch)):
+            single = batch.select([row])
+            width = int(single.lengths.max())
+            single = single.replace(ids=single.ids[:, :width], mask=single.mask[:, :width],
+                                    segments=None if single.segments is None else single.segments[:, :width])
+            alone = explain_checked(explainer, model, single, target[row : row + 1], seed=0)
+            ref = together[row : row + 1, :width]
+            if not torch.allclose(alone, ref, rtol=BATCH_TOLERANCE, atol=1e-5):
+                diff = (alone - ref).abs().max().item()
+                raise AssertionError(
+                    f"example {batch.example_ids[row]} scores differ alone vs in a batch by {diff:.3g}")
+        return f"{len(batch)} examples agree alone and batched"
+
+    attempt("alone_vs_batch", alone_vs_batch)
+
+    def timing():
+        start = time.perf_counter()
+        explain_checked(explainer, model, batch, target, seed=0)
+        per = (time.perf_counter() - start) / len(batch)
+        if per > time_budget_s:
+            raise AssertionError(f"{per * 1000:.1f} ms per example, over the {time_budget_s}s budget")
+        return f"{per * 1000:.2f} ms per example"
+
+    attempt("time_per_example", timing)
+    return results
+
+
+def _check_spec(explainer) -> str:
+    spec = getattr(explainer, "spec", None)
+    if spec is None or not hasattr(spec, "id"):
+        raise AssertionError("the EXPLAINER object has no `spec` (an ExplainerSpec)")
+    if not callable(getattr(explainer, "explain", None)):
+        raise AssertionError("the EXPLAINER object has no callable `explain`")
+    return spec.id
