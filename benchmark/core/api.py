@@ -208,20 +208,31 @@ class MetricInput:
     reference: torch.Tensor | None = None
 
 
+@dataclass(frozen=True)
+class MetricOutput:
+    """values: (B,) float per-example values; flags: named (B,) bool per-example
+    facts the record counts (e.g. ``never_flipped``)."""
+
+    values: torch.Tensor
+    flags: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
 class Metric(Protocol):
     spec: MetricSpec
 
-    def compute(self, inp: MetricInput) -> torch.Tensor:
-        """(B,) float per-example values."""
-        ...
+    def compute(self, inp: MetricInput) -> MetricOutput: ...
 
 
 @dataclass(frozen=True)
 class SimpleMetric:
-    """A metric as a spec plus a pure per-batch function."""
+    """A metric as a spec plus a pure per-batch function ``fn(inp, **params)`` that
+    returns (B,) values, or (values, flags)."""
 
     spec: MetricSpec
     fn: Any = field(repr=False)
 
-    def compute(self, inp: MetricInput) -> torch.Tensor:
-        return self.fn(inp, **dict(self.spec.params))
+    def compute(self, inp: MetricInput) -> MetricOutput:
+        out = self.fn(inp, **dict(self.spec.params))
+        if isinstance(out, tuple):
+            return MetricOutput(out[0].double(), dict(out[1]))
+        return MetricOutput(out.double())
