@@ -21,7 +21,7 @@ class DataFileError(InputError):
     def __init__(self, path, line: int | None, field: str | None, problem: str):
         self.path, self.line, self.field = str(path), line, field
         where = self.path + (f", line {line}" if line is not None else "")
-        what = f" field {field!r}:" if field else ":"
+        what = f" field {field!r}:" if field else ""
         super().__init__(f"{where}:{what} {problem}")
 
 

@@ -1,0 +1,318 @@
+"""Leaderboard entries: one folder per (explainer, suite), written atomically.
+
+    <root>/<entry_id>/
+        results.jsonl      result records (benchmark.core.records), one per (task, model seed, metric)
+        per_example.jsonl  {"task", "model_seed", "metric", "id", "value"} rows behind them
+        header.json        written last: schema_version, entry_id, explainer, explainer_name,
+                           explainer_spec, submitter, notes, created_at, faithbench_versions,
+                           git_commits, suite
+
+``suite`` maps each task id to {"split", "model_seeds", "checkpoints" (aligned with the
+seeds), "data_fingerprint", "n"}. ``entry_id`` is the content hash of (explainer id,
+suite), so re-submitting the same explainer on the same suite replaces the entry rather
+than adding a second one. The folder is built under a dot-name and renamed into place;
+readers skip dot-folders and folders without ``header.json``, so a killed write is never
+read as an entry.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from benchmark.core.cache import atomic_write, content_hash
+from benchmark.core.errors import DataFileError, InputError, UnknownNameError
+from benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic
+from leaderboard.suite import (
+    ROW_FIELDS,
+    check_results,
+    check_rows,
+    derive_suite,
+    explainer_of,
+    short_name,
+)
+
+SCHEMA_VERSION = 1
+HEADER_FIELDS = (
+    "schema_version",
+    "entry_id",
+    "explainer",
+    "explainer_name",
+    "explainer_spec",
+    "created_at",
+    "suite",
+)
+SUITE_FIELDS = ("split", "model_seeds", "checkpoints", "data_fingerprint", "n")
+
+
+@dataclass
+class Entry:
+    """One leaderboard entry as read from its folder."""
+
+    path: Path
+    header: dict
+    results: list[dict]
+    per_example: list[dict]
+
+    @property
+    def entry_id(self) -> str:
+        return self.header["entry_id"]
+
+    @property
+    def explainer(self) -> str:
+        return self.header["explainer"]
+
+    @property
+    def name(self) -> str:
+        return self.header["explainer_name"]
+
+    @property
+    def suite(self) -> dict:
+        return self.header["suite"]
+
+    @property
+    def label(self) -> str:
+        return f"{self.explainer} (entry {self.entry_id})"
+
+    @cached_property
+    def _values(self) -> dict:
+        index: dict = defaultdict(dict)
+        for row in self.per_example:
+            key = (int(row["model_seed"]), str(row["id"]))
+            index[(row["task"], row["metric"])][key] = float(row["value"])
+        return index
+
+    def values(self, task: str, metric: str) -> dict[tuple[int, str], float]:
+        """Per-example values of one (task, metric), keyed by (model seed, example id)."""
+        return self._values.get((task, metric), {})
+
+
+def seed_means(values: dict[tuple[int, str], float], keys=None) -> dict[str, float]:
+    """Per-example mean over model seeds, for the ids present under every seed of ``keys``.
+
+    Examples, not (seed, example) pairs, are what the bootstrap resamples: the same
+    sentence under two seeds is not two independent draws.
+
+    >>> seed_means({(0, "a"): 1.0, (1, "a"): 3.0, (0, "b"): 5.0})
+    {'a': 2.0}
+    """
+    keys = values.keys() if keys is None else keys
+    seeds = {seed for seed, _ in keys}
+    by_id: dict[str, list[float]] = defaultdict(list)
+    for seed, example in keys:
+        by_id[example].append(values[(seed, example)])
+    return {i: math.fsum(v) / len(v) for i, v in sorted(by_id.items()) if len(v) == len(seeds)}
+
+
+# --- writing --------------------------------------------------------------------------------
+
+
+def write_entry(
+    root,
+    *,
+    explainer_spec: dict,
+    results: list[dict],
+    per_example: list[dict],
+    notes: str = "",
+    submitter: str = "",
+) -> Path:
+    """Write (or replace) the entry for these results; returns its folder."""
+    records = check_results(results)
+    explainer = explainer_of(records, explainer_spec)
+    rows = check_rows(per_example, records)
+    suite = derive_suite(records)
+    entry_id = content_hash({"explainer": explainer, "suite": suite})
+    provenance = [r.provenance for r in records]
+    header = {
+        "schema_version": SCHEMA_VERSION,
+        "entry_id": entry_id,
+        "explainer": explainer,
+        "explainer_name": explainer_spec.get("name") or short_name(explainer),
+        "explainer_spec": _jsonable(explainer_spec, "explainer_spec"),
+        "submitter": submitter,
+        "notes": notes,
+        "created_at": time.time(),
+        "faithbench_versions": sorted({str(p.get("faithbench")) for p in provenance}),
+        "git_commits": sorted({str(p.get("git_commit")) for p in provenance}),
+        "suite": suite,
+    }
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".tmp-{entry_id}-"))
+    try:
+        write_jsonl_atomic(tmp / "results.jsonl", [r.as_dict() for r in records])
+        write_jsonl_atomic(tmp / "per_example.jsonl", rows)
+        text = json.dumps(header, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        atomic_write(tmp / "header.json", lambda p: Path(p).write_text(text, encoding="utf-8"))
+        return _move_into_place(tmp, root / entry_id)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _move_into_place(tmp: Path, final: Path) -> Path:
+    # A directory cannot be os.replace'd over a non-empty one: move the old entry to a
+    # dot-name first. Between the two renames the entry is absent, never half-written.
+    old = None
+    if final.exists():
+        old = final.with_name(f".old-{final.name}-{uuid.uuid4().hex[:8]}")
+        os.rename(final, old)
+    os.rename(tmp, final)
+    _fsync_dir(final.parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _jsonable(obj, where: str):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v, f"{where}.{k}") for k, v in obj.items()}
+    if isinstance(obj, (set, frozenset)):
+        return sorted(_jsonable(v, where) for v in obj)
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v, where) for v in obj]
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    raise InputError(f"{where}: {type(obj).__name__} value {obj!r} is not JSON data")
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+def read_entries(root) -> list[Entry]:
+    """Every complete entry under ``root`` (folders without header.json are skipped)."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return [
+        read_entry(folder)
+        for folder in sorted(root.iterdir())
+        if folder.is_dir()
+        and not folder.name.startswith(".")
+        and (folder / "header.json").is_file()
+    ]
+
+
+def read_entry(folder) -> Entry:
+    folder = Path(folder)
+    header = _read_header(folder / "header.json")
+    results_path, rows_path = folder / "results.jsonl", folder / "per_example.jsonl"
+    for path in (results_path, rows_path):
+        if not path.is_file():
+            raise DataFileError(path, None, None, "missing from the entry folder")
+    results = []
+    for line, d in enumerate(read_jsonl(results_path), start=1):
+        rec = ResultRecord.from_dict(d, where=f"{results_path}, line {line}")
+        if rec.explainer != header["explainer"]:
+            raise DataFileError(
+                results_path,
+                line,
+                "explainer",
+                f"{rec.explainer!r} is not the header's explainer {header['explainer']!r}",
+            )
+        if rec.task not in header["suite"]:
+            raise DataFileError(
+                results_path, line, "task", f"{rec.task!r} is not in the header's suite"
+            )
+        results.append(rec.as_dict())
+    rows = read_jsonl(rows_path)
+    for line, row in enumerate(rows, start=1):
+        for f in ROW_FIELDS:
+            if f not in row:
+                raise DataFileError(rows_path, line, f, "missing")
+    return Entry(folder, header, results, rows)
+
+
+def _read_header(path: Path) -> dict:
+    try:
+        header = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataFileError(path, exc.lineno, None, f"not valid JSON ({exc.msg})") from None
+    if not isinstance(header, dict):
+        raise DataFileError(path, None, None, "not a JSON object")
+    for f in HEADER_FIELDS:
+        if f not in header:
+            raise DataFileError(path, None, f, "missing from entry header")
+    if header["schema_version"] != SCHEMA_VERSION:
+        raise DataFileError(
+            path, None, "schema_version", f"unsupported version {header['schema_version']!r}"
+        )
+    if header["entry_id"] != path.parent.name:
+        raise DataFileError(
+            path,
+            None,
+            "entry_id",
+            f"{header['entry_id']!r} does not match the folder name {path.parent.name!r}",
+        )
+    if not isinstance(header["suite"], dict) or not header["suite"]:
+        raise DataFileError(path, None, "suite", "must map task ids to their suite")
+    for task, s in header["suite"].items():
+        for f in SUITE_FIELDS:
+            if not isinstance(s, dict) or f not in s:
+                raise DataFileError(path, None, f"suite.{task}.{f}", "missing from entry header")
+        if len(s["model_seeds"]) != len(s["checkpoints"]):
+            raise DataFileError(
+                path, None, f"suite.{task}.checkpoints", "needs one checkpoint per model seed"
+            )
+    return header
+
+
+# --- finding and matching -------------------------------------------------------------------
+
+
+def find_entry(root, ref: str) -> Entry:
+    """The entry ``ref`` names: an entry id, a unique id prefix, an explainer id or name.
+
+    ``root`` is an entries folder or a list of entries already read.
+    """
+    entries = root if isinstance(root, list) else read_entries(root)
+    if not ref:
+        raise InputError("an empty entry reference matches nothing")
+    tiers = (
+        [e for e in entries if e.entry_id == ref],
+        [e for e in entries if e.explainer == ref],
+        [e for e in entries if e.name == ref],
+        [e for e in entries if e.entry_id.startswith(ref)],
+    )
+    for found in tiers:
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise InputError(
+                f"{ref!r} matches {len(found)} entries; give an entry id or a "
+                f"unique prefix:\n{_listing(found)}"
+            )
+    names = sorted({e.explainer for e in entries} | {e.name for e in entries})
+    close = difflib.get_close_matches(ref, names, n=3)
+    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    where = "" if isinstance(root, list) else f" in {root}"
+    known = _listing(entries) if entries else "  (no entries)"
+    raise UnknownNameError(f"no leaderboard entry matches {ref!r}{where}{hint}\n{known}")
+
+
+def _listing(entries: list[Entry]) -> str:
+    return "\n".join(
+        f"  {e.entry_id}  {e.explainer}  tasks: {', '.join(sorted(e.suite))}" for e in entries
+    )

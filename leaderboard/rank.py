@@ -1,0 +1,172 @@
+"""Rank entries per (task, metric), best first, computed when asked and never stored.
+
+Each ranking holds one metric, so one family: faithfulness and plausibility scores
+never share a ranking. Equal means share a rank (1, 1, 3). An entry whose confidence
+interval overlaps that of the entry listed just above it is marked
+(``overlaps_above``), so a reader sees where the order is not significant.
+
+With one model seed a row is the stored estimate. With several, each example's value
+is averaged over the seeds first and ``benchmark.core.stats.bootstrap`` resamples the
+examples, with the records' own bootstrap settings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from benchmark.core.errors import DataFileError, InputError
+from benchmark.core.stats import ALPHA, N_RESAMPLES, SEED, bootstrap
+from leaderboard.entry import Entry, seed_means
+from leaderboard.suite import require_same_suite, short_name
+
+FAMILIES = ("faithfulness", "plausibility")
+DIRECTIONS = ("higher", "lower")
+
+
+def matches(canonical: str, query: str | None) -> bool:
+    """``query`` is None, the canonical id itself, or its short name.
+
+    >>> matches("sufficiency[bins=0.1]@1", "sufficiency"), matches("aer@1", "sufficiency")
+    (True, False)
+    """
+    return query is None or query == canonical or query == short_name(canonical)
+
+
+def rank(
+    entries: list[Entry],
+    *,
+    task: str | None = None,
+    metric: str | None = None,
+    family: str | None = None,
+) -> list[dict]:
+    """One row per (task, metric, entry), grouped by (family, task, metric), best first.
+
+    ``task`` and ``metric`` are canonical ids or short names; ``family`` is
+    "faithfulness" or "plausibility". Rows carry task, family, metric, metric_name,
+    direction, rank, overlaps_above, entry_id, explainer, explainer_name, mean,
+    ci_low, ci_high, n, confidence, model_seeds.
+    """
+    if family is not None and family not in FAMILIES:
+        raise InputError(f"unknown family {family!r}; choose from {', '.join(FAMILIES)}")
+    groups: dict[tuple[str, str], list[tuple[Entry, list[dict]]]] = defaultdict(list)
+    for e in entries:
+        mine: dict[tuple[str, str], list[dict]] = defaultdict(list)
+        for r in e.results:
+            if (
+                matches(r["task"], task)
+                and matches(r["metric"], metric)
+                and (family is None or r["family"] == family)
+            ):
+                mine[(r["task"], r["metric"])].append(r)
+        for key, recs in mine.items():
+            groups[key].append((e, sorted(recs, key=lambda r: r["model_seed"])))
+    if not groups:
+        _nothing_matched(entries, task, metric, family)
+    ranked = []
+    for (t, m), members in groups.items():
+        fam, direction = _group_meta(t, m, members)
+        first = members[0][0]
+        for e, _ in members[1:]:
+            require_same_suite(first, e, t)
+        scored = [_score(e, t, m, recs) for e, recs in members]
+        ranked.append(((FAMILIES.index(fam), t, m), _order(scored, t, m, fam, direction)))
+    return [row for _, rows in sorted(ranked, key=lambda g: g[0]) for row in rows]
+
+
+def _group_meta(task: str, metric: str, members) -> tuple[str, str]:
+    seen = {(r["family"], r["direction"]) for _, recs in members for r in recs}
+    if len(seen) > 1:
+        raise InputError(
+            f"results for task {task!r}, metric {metric!r} disagree on family or "
+            f"direction: {sorted(seen)} (entries: "
+            f"{', '.join(e.label for e, _ in members)})"
+        )
+    fam, direction = next(iter(seen))
+    if fam not in FAMILIES or direction not in DIRECTIONS:
+        raise InputError(
+            f"metric {metric!r} on task {task!r} has family {fam!r} and "
+            f"direction {direction!r}; expected one of {FAMILIES} and {DIRECTIONS}"
+        )
+    return fam, direction
+
+
+def _score(e: Entry, task: str, metric: str, recs: list[dict]) -> dict:
+    seeds = [r["model_seed"] for r in recs]
+    est = recs[0]["estimate"]
+    if len(recs) == 1:
+        mean, lo, hi, n = est["mean"], est["ci_low"], est["ci_high"], est["n"]
+        confidence = est.get("confidence", 1 - ALPHA)
+    else:
+        values = e.values(task, metric)
+        means = seed_means(values, {k for k in values if k[0] in seeds})
+        if not means:
+            raise DataFileError(
+                e.path / "per_example.jsonl",
+                None,
+                None,
+                f"no example has values under every model seed {seeds} for "
+                f"task {task!r}, metric {metric!r}",
+            )
+        confidence = est.get("confidence", 1 - ALPHA)
+        b = bootstrap(
+            list(means.values()),
+            n_resamples=est.get("n_resamples", N_RESAMPLES),
+            alpha=round(1 - confidence, 12),
+            seed=est.get("bootstrap_seed", SEED),
+        )
+        mean, lo, hi, n = b.mean, b.ci_low, b.ci_high, b.n
+    return {
+        "entry_id": e.entry_id,
+        "explainer": e.explainer,
+        "explainer_name": e.name,
+        "mean": float(mean),
+        "ci_low": float(lo),
+        "ci_high": float(hi),
+        "n": int(n),
+        "confidence": float(confidence),
+        "model_seeds": seeds,
+    }
+
+
+def _order(scored: list[dict], task: str, metric: str, fam: str, direction: str) -> list[dict]:
+    sign = -1.0 if direction == "higher" else 1.0
+    order = sorted(scored, key=lambda s: (sign * s["mean"], s["explainer"], s["entry_id"]))
+    rows, prev, current = [], None, 0
+    for position, s in enumerate(order, start=1):
+        tied = prev is not None and math.isclose(
+            s["mean"], prev["mean"], rel_tol=1e-12, abs_tol=1e-12
+        )
+        current = current if tied else position
+        overlaps = (
+            prev is not None and s["ci_low"] <= prev["ci_high"] and prev["ci_low"] <= s["ci_high"]
+        )
+        rows.append(
+            {
+                "task": task,
+                "family": fam,
+                "metric": metric,
+                "metric_name": short_name(metric),
+                "direction": direction,
+                "rank": current,
+                "overlaps_above": overlaps,
+                **s,
+            }
+        )
+        prev = s
+    return rows
+
+
+def _nothing_matched(entries: list[Entry], task, metric, family) -> None:
+    if not entries:
+        raise InputError("no leaderboard entries to rank")
+    tasks = sorted({r["task"] for e in entries for r in e.results})
+    metrics = sorted({r["metric"] for e in entries for r in e.results})
+    asked = ", ".join(
+        f"{k}={v!r}"
+        for k, v in (("task", task), ("metric", metric), ("family", family))
+        if v is not None
+    )
+    raise InputError(
+        f"no results match {asked}; tasks: {', '.join(tasks)}; metrics: {', '.join(metrics)}"
+    )

@@ -1,0 +1,198 @@
+"""What makes a set of results one entry, and when two entries can be compared.
+
+Before an entry is written its records are checked (one explainer, each result backed
+by exactly its n per-example values with the same mean) and its suite is derived from
+them: per task the split, the model seeds with their checkpoints, the data fingerprint
+and n. Two entries compare on a task only when split, data and checkpoints match.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from benchmark.core.errors import DataFileError, InputError
+from benchmark.core.records import ResultRecord
+
+ROW_FIELDS = ("task", "model_seed", "metric", "id", "value")
+ESTIMATE_FIELDS = ("mean", "ci_low", "ci_high", "n")
+
+
+def short_name(canonical: str) -> str:
+    """The registry name inside a canonical id ``name[params]@version``.
+
+    >>> short_name("comprehensiveness[bins=0.1,0.5;eraser=delete]@1")
+    'comprehensiveness'
+    """
+    return canonical.split("[", 1)[0].split("@", 1)[0]
+
+
+def check_results(results: list[dict]) -> list[ResultRecord]:
+    if not results:
+        raise InputError("write_entry got no result records")
+    records, seen = [], set()
+    for i, d in enumerate(results):
+        where = f"results[{i}]"
+        rec = ResultRecord.from_dict(d, where=where)
+        for f in ESTIMATE_FIELDS:
+            if f not in rec.estimate:
+                raise DataFileError(where, None, f"estimate.{f}", "missing")
+        for f in ("data_fingerprint", "checkpoint"):
+            if f not in rec.provenance:
+                raise DataFileError(
+                    where, None, f"provenance.{f}", "missing; the entry's suite is derived from it"
+                )
+        if rec.direction not in ("higher", "lower"):
+            raise DataFileError(
+                where, None, "direction", f"must be 'higher' or 'lower', got {rec.direction!r}"
+            )
+        key = (rec.task, rec.model_seed, rec.metric)
+        if key in seen:
+            raise InputError(
+                f"{where}: a second result for task {rec.task!r}, model seed "
+                f"{rec.model_seed}, metric {rec.metric!r}"
+            )
+        seen.add(key)
+        records.append(rec)
+    return records
+
+
+def explainer_of(records: list[ResultRecord], spec: dict) -> str:
+    ids = sorted({r.explainer for r in records})
+    if len(ids) > 1:
+        raise InputError(f"an entry holds one explainer; the results name {', '.join(ids)}")
+    explainer = ids[0]
+    if spec.get("id") not in (None, explainer):
+        raise InputError(
+            f"explainer_spec id {spec['id']!r} differs from the results' explainer {explainer!r}"
+        )
+    if spec.get("name") not in (None, short_name(explainer)):
+        raise InputError(
+            f"explainer_spec name {spec['name']!r} differs from the results' "
+            f"explainer {explainer!r}"
+        )
+    return explainer
+
+
+def check_rows(per_example: list[dict], records: list[ResultRecord]) -> list[dict]:
+    """Every result must be backed by exactly its n per-example values, with its mean."""
+    wanted = {(r.task, r.model_seed, r.metric): r for r in records}
+    got: dict = defaultdict(dict)
+    rows = []
+    for line, row in enumerate(per_example, start=1):
+        where = "per_example rows"
+        for f in ROW_FIELDS:
+            if f not in row:
+                raise DataFileError(where, line, f, "missing")
+        seed, value = row["model_seed"], row["value"]
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise DataFileError(where, line, "model_seed", f"not an integer: {seed!r}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            raise DataFileError(where, line, "value", f"not a finite number: {value!r}")
+        key = (row["task"], seed, row["metric"])
+        if key not in wanted:
+            raise DataFileError(
+                where,
+                line,
+                "metric",
+                f"no result record for task "
+                f"{row['task']!r}, model seed {seed}, metric {row['metric']!r}",
+            )
+        example = str(row["id"])
+        if example in got[key]:
+            raise DataFileError(
+                where,
+                line,
+                "id",
+                f"example {example!r} appears twice for {key[0]!r}, seed {seed}, {key[2]!r}",
+            )
+        got[key][example] = float(value)
+        rows.append(
+            {
+                "task": key[0],
+                "model_seed": seed,
+                "metric": key[2],
+                "id": example,
+                "value": float(value),
+            }
+        )
+    for key, rec in wanted.items():
+        values = list(got[key].values())
+        what = f"result for task {key[0]!r}, model seed {key[1]}, metric {key[2]!r}"
+        if len(values) != rec.estimate["n"]:
+            raise InputError(f"{what} has n={rec.estimate['n']} but {len(values)} per-example rows")
+        mean = math.fsum(values) / len(values)
+        if not math.isclose(mean, rec.estimate["mean"], rel_tol=1e-9, abs_tol=1e-12):
+            raise InputError(
+                f"{what} has mean {rec.estimate['mean']!r} but its per-example "
+                f"rows average {mean!r}"
+            )
+    return rows
+
+
+def derive_suite(records: list[ResultRecord]) -> dict:
+    """task id -> {split, model_seeds, checkpoints, data_fingerprint, n} of these results."""
+    by_task: dict[str, list[ResultRecord]] = defaultdict(list)
+    for r in records:
+        by_task[r.task].append(r)
+    suite = {}
+    for task, recs in sorted(by_task.items()):
+        checkpoints: dict[int, set] = defaultdict(set)
+        for r in recs:
+            checkpoints[r.model_seed].add(r.provenance["checkpoint"])
+        for seed, found in checkpoints.items():
+            if len(found) > 1:
+                raise InputError(
+                    f"task {task!r}, model seed {seed}: results come from "
+                    f"several checkpoints {sorted(map(str, found))}"
+                )
+        seeds = sorted(checkpoints)
+        suite[task] = {
+            "split": _only(task, "split", {r.split for r in recs}),
+            "model_seeds": seeds,
+            "checkpoints": [next(iter(checkpoints[s])) for s in seeds],
+            "data_fingerprint": _only(
+                task, "data_fingerprint", {r.provenance["data_fingerprint"] for r in recs}
+            ),
+            "n": max(int(r.estimate["n"]) for r in recs),
+        }
+    return suite
+
+
+def _only(task: str, field: str, values: set):
+    if len(values) > 1:
+        raise InputError(
+            f"task {task!r}: results disagree on {field} "
+            f"({', '.join(sorted(map(repr, values)))}); one entry has one suite"
+        )
+    return next(iter(values))
+
+
+def suite_differences(a, b, task: str) -> list[str]:
+    """What stops ``a`` and ``b`` being compared on ``task`` (empty list: nothing)."""
+    sa, sb = a.suite.get(task), b.suite.get(task)
+    if sa is None or sb is None:
+        return [f"task {task!r} is missing from {(a if sa is None else b).label}"]
+    diffs = [f"{f} {sa[f]!r} vs {sb[f]!r}" for f in ("split", "data_fingerprint") if sa[f] != sb[f]]
+    ca, cb = (
+        dict(zip(sa["model_seeds"], sa["checkpoints"])),
+        dict(zip(sb["model_seeds"], sb["checkpoints"])),
+    )
+    for seed in sorted(ca.keys() | cb.keys()):
+        if ca.get(seed) != cb.get(seed):
+            diffs.append(f"checkpoint for model seed {seed} {ca.get(seed)!r} vs {cb.get(seed)!r}")
+    return diffs
+
+
+def require_same_suite(a, b, task: str) -> None:
+    diffs = suite_differences(a, b, task)
+    if diffs:
+        raise InputError(
+            f"entries {a.label} and {b.label} were not scored on the same suite "
+            f"for task {task!r}: {'; '.join(diffs)}. Only entries with the same "
+            "split, data and checkpoints can be compared."
+        )

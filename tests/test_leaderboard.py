@@ -1,0 +1,607 @@
+"""Leaderboard: entries on disk, ranking, paired comparison, rendering.
+
+Every expected value below is worked out by hand from the per-example values and
+confidence intervals the test writes; none is read back from the code under test.
+"""
+
+import ast
+import csv
+import io
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import leaderboard.entry as entry_module
+from benchmark.core.cache import content_hash
+from benchmark.core.errors import DataFileError, InputError, UnknownNameError
+from benchmark.core.stats import bootstrap
+from leaderboard import (
+    compare,
+    find_entry,
+    rank,
+    read_entries,
+    read_entry,
+    render_comparison,
+    render_leaderboard,
+    render_matrix,
+    write_entry,
+)
+from leaderboard.compare import NO_DIFFERENCE
+
+TASK = "sentiment@1"
+COMP = "comprehensiveness[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil]@1"
+SUFF = "sufficiency[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil]@1"
+F1 = "token_f1@1"
+ATT, GRAD, OCC = "attention@1", "gradient[norm=l2]@1", "occlusion@1"
+DIRECTION = {COMP: "higher", SUFF: "lower", F1: "higher"}
+FIXTURES = Path(__file__).parent / "fixtures" / "leaderboard" / "entries"
+
+
+def record(
+    explainer,
+    metric,
+    values,
+    *,
+    seed=0,
+    ci=None,
+    task=TASK,
+    split="validation",
+    fingerprint="fp-sst2",
+    checkpoint=None,
+):
+    """A result record as the runner writes it; ``ci`` sets the interval by hand."""
+    mean = math.fsum(values) / len(values)
+    if ci is None:
+        estimate = bootstrap(values).as_dict()
+    else:
+        estimate = {
+            "mean": mean,
+            "ci_low": ci[0],
+            "ci_high": ci[1],
+            "n": len(values),
+            "n_resamples": 2000,
+            "confidence": 0.95,
+            "bootstrap_seed": 0,
+        }
+    return {
+        "key": content_hash([explainer, metric, task, seed]),
+        "task": task,
+        "model_seed": seed,
+        "explainer": explainer,
+        "metric": metric,
+        "family": "plausibility" if metric == F1 else "faithfulness",
+        "direction": DIRECTION[metric],
+        "split": split,
+        "estimate": estimate,
+        "per_example_file": "per_example/x.jsonl",
+        "provenance": {
+            "faithbench": "0.1.0",
+            "git_commit": "abc123",
+            "data_fingerprint": fingerprint,
+            "checkpoint": checkpoint or f"ckpt-{task}-seed{seed}",
+            "model_accuracy": 0.85,
+        },
+        "timing": {"explain_s": 1.0},
+        "extra": {},
+        "created_at": 0.0,
+        "record_type": "result",
+        "schema_version": 1,
+    }
+
+
+def rows_of(metric, values, *, seed=0, task=TASK, ids=None):
+    ids = ids or [f"ex{i}" for i in range(len(values))]
+    return [
+        {"task": task, "model_seed": seed, "metric": metric, "id": i, "value": v}
+        for i, v in zip(ids, values)
+    ]
+
+
+def make_entry(root, explainer, scores, *, ids=None, **record_kw):
+    """``scores``: metric -> values, or metric -> (values, (ci_low, ci_high))."""
+    results, per_example = [], []
+    for metric, spec in scores.items():
+        values, ci = spec if isinstance(spec, tuple) else (spec, None)
+        results.append(record(explainer, metric, values, ci=ci, **record_kw))
+        per_example += rows_of(metric, values, seed=record_kw.get("seed", 0), ids=ids)
+    name = explainer.split("[")[0].split("@")[0]
+    path = write_entry(
+        root,
+        explainer_spec={"name": name, "version": "1"},
+        results=results,
+        per_example=per_example,
+    )
+    return read_entry(path)
+
+
+@pytest.fixture
+def board(tmp_path):
+    """3 explainers x 2 faithfulness metrics (+1 plausibility), intervals set by hand.
+
+    comprehensiveness (higher): attention 0.625 [0.55, 0.70] and gradient 0.625
+    [0.625, 0.625] tie for rank 1 (gradient overlaps attention); occlusion 0.125
+    [0.10, 0.15] is rank 3, clear of gradient.
+    sufficiency (lower): occlusion 0.125 [0.10, 0.15] rank 1; gradient 0.1875
+    [0.14, 0.24] rank 2, overlapping occlusion; attention 0.5 [0.45, 0.55] rank 3, clear.
+    token_f1 (plausibility, higher): attention 0.75, gradient 0.5.
+    """
+    root = tmp_path / "entries"
+    make_entry(
+        root,
+        ATT,
+        {
+            COMP: ([0.5, 0.75, 0.5, 0.75], (0.55, 0.70)),
+            SUFF: ([0.5] * 4, (0.45, 0.55)),
+            F1: ([0.75] * 4, (0.7, 0.8)),
+        },
+    )
+    make_entry(
+        root,
+        GRAD,
+        {
+            COMP: ([0.625] * 4, (0.625, 0.625)),
+            SUFF: ([0.25, 0.125, 0.25, 0.125], (0.14, 0.24)),
+            F1: ([0.5] * 4, (0.45, 0.55)),
+        },
+    )
+    make_entry(root, OCC, {COMP: ([0.125] * 4, (0.10, 0.15)), SUFF: ([0.125] * 4, (0.10, 0.15))})
+    return root
+
+
+# --- rank ---------------------------------------------------------------------------------
+
+
+def test_rank_orders_by_direction_with_ties_and_overlap_marker(board):
+    rows = rank(read_entries(board))
+    got = [(r["metric"], r["explainer"], r["rank"], r["overlaps_above"]) for r in rows]
+    assert got == [
+        (COMP, ATT, 1, False),
+        (COMP, GRAD, 1, True),
+        (COMP, OCC, 3, False),
+        (SUFF, OCC, 1, False),
+        (SUFF, GRAD, 2, True),
+        (SUFF, ATT, 3, False),
+        (F1, ATT, 1, False),
+        (F1, GRAD, 2, False),
+    ]
+    by = {(r["metric"], r["explainer"]): r for r in rows}
+    assert by[(COMP, ATT)]["mean"] == 0.625 and by[(SUFF, GRAD)]["mean"] == 0.1875
+    assert (by[(SUFF, GRAD)]["ci_low"], by[(SUFF, GRAD)]["ci_high"]) == (0.14, 0.24)
+    assert by[(SUFF, GRAD)]["n"] == 4 and by[(SUFF, GRAD)]["model_seeds"] == [0]
+    assert [r["family"] for r in rows] == ["faithfulness"] * 6 + ["plausibility"] * 2
+
+
+def test_rank_filters_by_metric_name_id_task_and_family(board):
+    entries = read_entries(board)
+    assert [r["explainer"] for r in rank(entries, metric="sufficiency")] == [OCC, GRAD, ATT]
+    assert rank(entries, metric=SUFF) == rank(entries, metric="sufficiency")
+    plaus = rank(entries, family="plausibility")
+    assert [(r["metric"], r["explainer"]) for r in plaus] == [(F1, ATT), (F1, GRAD)]
+    assert len(rank(entries, task="sentiment", family="faithfulness")) == 6
+    with pytest.raises(InputError, match="no results match metric='aopc_morf'.*sufficiency"):
+        rank(entries, metric="aopc_morf")
+    with pytest.raises(InputError, match="unknown family"):
+        rank(entries, family="faithful")
+
+
+def test_rank_averages_examples_over_seeds(tmp_path):
+    # seed 0: ex0..ex2 = 1, 2, 3; seed 1: 3, 4, 5 and an ex3 seed 0 lacks -> dropped.
+    results = [
+        record(ATT, COMP, [1.0, 2.0, 3.0], seed=0),
+        record(ATT, COMP, [3.0, 4.0, 5.0, 9.0], seed=1),
+    ]
+    rows = rows_of(COMP, [1.0, 2.0, 3.0], seed=0) + rows_of(COMP, [3.0, 4.0, 5.0, 9.0], seed=1)
+    e = read_entry(write_entry(tmp_path, explainer_spec={}, results=results, per_example=rows))
+    (row,) = rank([e])
+    assert (row["mean"], row["n"], row["model_seeds"]) == (3.0, 3, [0, 1])
+    expected = bootstrap([2.0, 3.0, 4.0])  # per-example means over the two seeds
+    assert (row["ci_low"], row["ci_high"]) == (expected.ci_low, expected.ci_high)
+
+
+def test_rank_refuses_entries_from_different_suites(tmp_path):
+    a = make_entry(tmp_path, ATT, {COMP: [0.5] * 3}, fingerprint="fp-a")
+    b = make_entry(tmp_path, GRAD, {COMP: [0.5] * 3}, fingerprint="fp-b")
+    with pytest.raises(InputError, match="data_fingerprint 'fp-a' vs 'fp-b'"):
+        rank([a, b])
+
+
+# --- compare ------------------------------------------------------------------------------
+
+
+def test_compare_identical_values_gives_zero_and_p_one(tmp_path):
+    values = [(i % 5) / 4 for i in range(50)]
+    a = make_entry(tmp_path, ATT, {COMP: values})
+    b = make_entry(tmp_path, GRAD, {COMP: values})
+    (row,) = compare(a, b)
+    assert (row["diff"], row["p_value"], row["n"]) == (0.0, 1.0, 50)
+    assert row["better"] == NO_DIFFERENCE and row["better_entry"] is None
+
+
+def test_compare_constant_shift_is_significant_in_the_metric_direction(tmp_path):
+    base = [(i % 8) / 8 for i in range(200)]  # multiples of 1/8: a - b is exactly 0.5
+    shifted = [v + 0.5 for v in base]
+    a = make_entry(tmp_path, ATT, {COMP: shifted, SUFF: shifted})
+    b = make_entry(tmp_path, GRAD, {COMP: base, SUFF: base})
+    rows = {r["metric"]: r for r in compare(a, b)}
+    for r in rows.values():
+        assert r["diff"] == 0.5 and r["n"] == 200
+        assert r["ci_low"] <= 0.5 <= r["ci_high"] and r["ci_low"] > 0
+        assert r["p_value"] < 0.01
+        assert r["mean_a"] - r["mean_b"] == 0.5
+    assert rows[COMP]["better"] == ATT and rows[COMP]["better_entry"] == a.entry_id
+    assert rows[SUFF]["better"] == GRAD  # lower sufficiency is better: b wins
+    assert [r["metric"] for r in compare(a, b, metric="sufficiency")] == [SUFF]
+
+
+def test_compare_uses_only_shared_examples(tmp_path):
+    a = make_entry(tmp_path, ATT, {COMP: [0.25] * 100})
+    # b scored 50 more examples, with values far off; they must not count.
+    b = make_entry(tmp_path, GRAD, {COMP: [0.25] * 100 + [100.0] * 50})
+    (row,) = compare(a, b)
+    assert (row["n"], row["mean_b"], row["diff"]) == (100, 0.25, 0.0)
+
+
+def test_compare_mismatched_suite_names_what_differs(tmp_path):
+    a = make_entry(tmp_path, ATT, {COMP: [0.5] * 3}, fingerprint="fp-a")
+    b = make_entry(tmp_path, GRAD, {COMP: [0.5] * 3}, fingerprint="fp-b")
+    with pytest.raises(InputError) as err:
+        compare(a, b)
+    msg = str(err.value)
+    assert "data_fingerprint 'fp-a' vs 'fp-b'" in msg
+    assert a.entry_id in msg and b.entry_id in msg and TASK in msg
+    c = make_entry(tmp_path, OCC, {COMP: [0.5] * 3}, fingerprint="fp-a", checkpoint="other")
+    with pytest.raises(
+        InputError, match="checkpoint for model seed 0 'ckpt-sentiment@1-seed0' vs 'other'"
+    ):
+        compare(a, c)
+    d = make_entry(tmp_path, "random@1", {COMP: [0.5] * 3}, fingerprint="fp-a", split="test")
+    with pytest.raises(InputError, match="split 'validation' vs 'test'"):
+        compare(a, d)
+
+
+def test_compare_without_shared_examples_or_metrics_fails(tmp_path):
+    a = make_entry(tmp_path, ATT, {COMP: [0.5] * 3}, ids=["a0", "a1", "a2"])
+    b = make_entry(tmp_path, GRAD, {COMP: [0.5] * 3}, ids=["b0", "b1", "b2"])
+    with pytest.raises(InputError, match="share no examples"):
+        compare(a, b)
+    c = make_entry(tmp_path, OCC, {SUFF: [0.5] * 3})
+    with pytest.raises(InputError, match="share no \\(task, metric\\) results"):
+        compare(a, c)
+
+
+# --- entries on disk ----------------------------------------------------------------------
+
+
+def test_write_entry_twice_replaces_one_folder(tmp_path):
+    first = make_entry(tmp_path, ATT, {COMP: [0.25, 0.75]})
+    second = make_entry(tmp_path, ATT, {COMP: [0.5, 1.0]})
+    assert first.entry_id == second.entry_id
+    assert [p.name for p in tmp_path.iterdir()] == [first.entry_id]  # no leftovers either
+    (e,) = read_entries(tmp_path)
+    assert e.results[0]["estimate"]["mean"] == 0.75
+    assert sorted(e.values(TASK, COMP).values()) == [0.5, 1.0]
+    other = make_entry(tmp_path, ATT, {COMP: [0.5, 1.0]}, checkpoint="retrained")
+    assert other.entry_id != first.entry_id and len(read_entries(tmp_path)) == 2
+
+
+def test_header_holds_the_suite_and_hashes_it(tmp_path):
+    results = [record(GRAD, COMP, [0.5] * 3, seed=s) for s in (1, 0)]
+    results.append(record(GRAD, COMP, [0.5] * 2, seed=0, task="nli@1", fingerprint="fp-snli"))
+    rows = (
+        rows_of(COMP, [0.5] * 3, seed=1)
+        + rows_of(COMP, [0.5] * 3, seed=0)
+        + rows_of(COMP, [0.5] * 2, seed=0, task="nli@1")
+    )
+    spec = {
+        "name": "gradient",
+        "version": "1",
+        "requires": frozenset({"gradients"}),
+        "params": (("norm", "l2"),),
+    }
+    path = write_entry(
+        tmp_path, explainer_spec=spec, results=results, per_example=rows, notes="first try"
+    )
+    header = json.loads((path / "header.json").read_text())
+    suite = {
+        "nli@1": {
+            "split": "validation",
+            "model_seeds": [0],
+            "checkpoints": ["ckpt-nli@1-seed0"],
+            "data_fingerprint": "fp-snli",
+            "n": 2,
+        },
+        TASK: {
+            "split": "validation",
+            "model_seeds": [0, 1],
+            "checkpoints": ["ckpt-sentiment@1-seed0", "ckpt-sentiment@1-seed1"],
+            "data_fingerprint": "fp-sst2",
+            "n": 3,
+        },
+    }
+    assert header["suite"] == suite
+    assert header["entry_id"] == path.name == content_hash({"explainer": GRAD, "suite": suite})
+    assert header["explainer_spec"]["requires"] == ["gradients"]
+    assert header["explainer_spec"]["params"] == [["norm", "l2"]]
+    assert (header["explainer"], header["explainer_name"], header["notes"]) == (
+        GRAD,
+        "gradient",
+        "first try",
+    )
+    assert header["git_commits"] == ["abc123"] and header["faithbench_versions"] == ["0.1.0"]
+
+
+def test_half_written_folders_are_ignored(tmp_path):
+    e = make_entry(tmp_path, ATT, {COMP: [0.5] * 3})
+    crashed = tmp_path / "0123456789abcdef"  # killed before header.json was written
+    crashed.mkdir()
+    (crashed / "results.jsonl").write_text("")
+    hidden = tmp_path / f".tmp-{e.entry_id}-x"  # a temp folder, complete or not
+    hidden.mkdir()
+    (hidden / "header.json").write_text("{}")
+    assert [x.entry_id for x in read_entries(tmp_path)] == [e.entry_id]
+
+
+def test_failed_rewrite_keeps_the_old_entry(tmp_path, monkeypatch):
+    e = make_entry(tmp_path, ATT, {COMP: [0.25, 0.75]})
+
+    def broken(path, rows):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(entry_module, "write_jsonl_atomic", broken)
+    with pytest.raises(OSError, match="disk full"):
+        make_entry(tmp_path, ATT, {COMP: [0.5, 1.0]})
+    assert [p.name for p in tmp_path.iterdir()] == [e.entry_id]
+    assert read_entries(tmp_path)[0].results[0]["estimate"]["mean"] == 0.5
+
+
+def test_write_entry_refuses_results_its_rows_do_not_back(tmp_path):
+    rec = record(ATT, COMP, [0.5, 0.5, 0.5])
+    spec = {"name": "attention"}
+    with pytest.raises(InputError, match="n=3 but 2 per-example rows"):
+        write_entry(
+            tmp_path, explainer_spec=spec, results=[rec], per_example=rows_of(COMP, [0.5, 0.5])
+        )
+    with pytest.raises(InputError, match="mean 0.5 but its per-example rows average 0.6"):
+        write_entry(
+            tmp_path, explainer_spec=spec, results=[rec], per_example=rows_of(COMP, [0.6, 0.6, 0.6])
+        )
+    del rec["provenance"]["checkpoint"]
+    with pytest.raises(DataFileError, match="results\\[0\\]: field 'provenance.checkpoint'"):
+        write_entry(
+            tmp_path, explainer_spec=spec, results=[rec], per_example=rows_of(COMP, [0.5] * 3)
+        )
+    mixed = [record(ATT, COMP, [0.5]), record(GRAD, SUFF, [0.5])]
+    with pytest.raises(InputError, match="one explainer"):
+        write_entry(
+            tmp_path,
+            explainer_spec={},
+            results=mixed,
+            per_example=rows_of(COMP, [0.5]) + rows_of(SUFF, [0.5]),
+        )
+    bad = rows_of(COMP, [0.5, 0.5, float("nan")])
+    with pytest.raises(DataFileError, match="line 3: field 'value': not a finite number"):
+        write_entry(
+            tmp_path, explainer_spec=spec, results=[record(ATT, COMP, [0.5] * 3)], per_example=bad
+        )
+    assert read_entries(tmp_path) == []
+
+
+@pytest.mark.parametrize("field", ["suite", "explainer", "entry_id", "schema_version"])
+def test_malformed_header_names_file_and_field(tmp_path, field):
+    e = make_entry(tmp_path, ATT, {COMP: [0.5] * 3})
+    path = e.path / "header.json"
+    header = json.loads(path.read_text())
+    del header[field]
+    path.write_text(json.dumps(header))
+    with pytest.raises(DataFileError) as err:
+        read_entries(tmp_path)
+    assert err.value.field == field
+    assert str(path) in str(err.value) and repr(field) in str(err.value)
+
+
+def test_malformed_suite_and_json_name_file_and_field(tmp_path):
+    e = make_entry(tmp_path, ATT, {COMP: [0.5] * 3})
+    path = e.path / "header.json"
+    header = json.loads(path.read_text())
+    del header["suite"][TASK]["data_fingerprint"]
+    path.write_text(json.dumps(header))
+    with pytest.raises(DataFileError, match=f"field 'suite.{TASK}.data_fingerprint'"):
+        read_entries(tmp_path)
+    path.write_text('{"schema_version": 1,\n  "entry_id": }')
+    with pytest.raises(DataFileError, match="not valid JSON") as err:
+        read_entries(tmp_path)
+    assert (err.value.path, err.value.line) == (str(path), 2)
+
+
+def test_find_entry_by_id_prefix_explainer_and_name(tmp_path):
+    l2 = make_entry(tmp_path, GRAD, {COMP: [0.5] * 3})
+    l1 = make_entry(tmp_path, "gradient[norm=l1]@1", {COMP: [0.5] * 3})
+    att = make_entry(tmp_path, ATT, {COMP: [0.5] * 3})
+    assert find_entry(tmp_path, l2.entry_id).entry_id == l2.entry_id
+    assert find_entry(tmp_path, att.entry_id[:10]).entry_id == att.entry_id
+    assert find_entry(tmp_path, "gradient[norm=l1]@1").entry_id == l1.entry_id
+    assert find_entry(tmp_path, "attention").entry_id == att.entry_id
+    with pytest.raises(InputError, match="matches 2 entries") as err:
+        find_entry(tmp_path, "gradient")
+    assert l1.entry_id in str(err.value) and l2.entry_id in str(err.value)
+    with pytest.raises(UnknownNameError, match="did you mean 'gradient'"):
+        find_entry(tmp_path, "gradiant")
+
+
+def test_historic_entries_still_read_rank_and_compare():
+    """Entries written by schema version 1, kept as files (tests/fixtures/leaderboard)."""
+    entries = read_entries(FIXTURES)
+    rows = rank(entries)
+    assert [(r["explainer"], r["rank"], r["mean"], r["n"]) for r in rows] == [
+        ("gradient_x_input@1", 1, 0.5, 4),
+        ("attention@1", 2, 0.25, 4),
+    ]
+    (row,) = compare(find_entry(entries, "gradient_x_input"), find_entry(entries, "attention"))
+    assert (row["diff"], row["n"]) == (0.25, 4)
+
+
+# --- render -------------------------------------------------------------------------------
+
+
+def hand_row(**kw):
+    row = {
+        "task": TASK,
+        "family": "faithfulness",
+        "metric": COMP,
+        "metric_name": "comp",
+        "direction": "higher",
+        "rank": 1,
+        "overlaps_above": False,
+        "entry_id": "e1",
+        "explainer": ATT,
+        "explainer_name": "attention",
+        "mean": 0.5,
+        "ci_low": 0.4,
+        "ci_high": 0.6,
+        "n": 200,
+        "confidence": 0.95,
+        "model_seeds": [0],
+    }
+    return {**row, **kw}
+
+
+HAND_ROWS = [
+    hand_row(),
+    hand_row(
+        rank=2,
+        overlaps_above=True,
+        entry_id="e2",
+        explainer=GRAD,
+        mean=0.41249999,
+        ci_low=0.3,
+        ci_high=0.45,
+        n=180,
+    ),
+]
+
+
+def test_render_markdown_cells():
+    md = render_leaderboard(HAND_ROWS, "markdown")
+    lines = md.splitlines()
+    assert "| 0.500 [0.400, 0.600] |" in lines[2]
+    assert "0.412 [0.300, 0.450]" in lines[3] and "2 ≈" in lines[3]
+    assert lines[0].startswith("| task") and "mean [95% CI]" in lines[0]
+    assert re.fullmatch(r"\|(-+\|)+", lines[1])
+    assert "comprehensiveness ↑" in lines[2] and "| 200 |" in lines[2]
+    assert lines[-1].startswith("≈: the CI overlaps")
+
+
+def test_render_csv_reads_back_the_same_numbers():
+    parsed = list(csv.reader(io.StringIO(render_leaderboard(HAND_ROWS, "csv"))))
+    head, body = parsed[0], parsed[1:]
+    assert len(body) == 2
+    got = [{k: v for k, v in zip(head, line)} for line in body]
+    for row, line in zip(HAND_ROWS, got):
+        assert line["metric"] == COMP  # commas inside the id survive quoting
+        assert (float(line["mean"]), float(line["ci_low"]), float(line["ci_high"])) == (
+            row["mean"],
+            row["ci_low"],
+            row["ci_high"],
+        )
+        assert int(line["n"]) == row["n"] and int(line["rank"]) == row["rank"]
+    assert got[1]["overlaps_above"] == "≈" and got[0]["overlaps_above"] == ""
+
+
+def test_render_table_layout():
+    lines = render_leaderboard(HAND_ROWS, "table").splitlines()
+    assert lines[0].split() == [
+        "task",
+        "family",
+        "metric",
+        "rank",
+        "explainer",
+        "mean",
+        "[95%",
+        "CI]",
+        "n",
+    ]
+    assert set(lines[1]) == {"-", " "}
+    assert lines[2].split()[-4:] == ["0.500", "[0.400,", "0.600]", "200"]
+    assert lines[3].split()[4:6] == ["2", "≈"]
+    assert lines[4] == "" and lines[5].startswith("≈:")
+    assert len({len(line) for line in lines[:4]}) == 1  # aligned columns
+
+
+def test_render_labels_full_ids_when_short_names_collide():
+    other = COMP.replace("eraser=delete", "eraser=mask")
+    out = render_leaderboard([hand_row(), hand_row(metric=other, entry_id="e3")], "markdown")
+    assert f"{COMP} ↑" in out and f"{other} ↑" in out
+    with pytest.raises(InputError, match="unknown format 'html'"):
+        render_leaderboard(HAND_ROWS, "html")
+
+
+def test_render_matrix(board):
+    entries = read_entries(board)
+    lines = render_matrix(entries, "sentiment").splitlines()
+    assert lines[0].split() == [
+        "explainer",
+        "n",
+        "comprehensiveness",
+        "↑",
+        "sufficiency",
+        "↓",
+        "token_f1",
+        "↑",
+    ]
+    body = [line.split()[0] for line in lines[2:5]]
+    assert body == [ATT, GRAD, OCC]  # by comprehensiveness, ties by explainer id
+    assert "0.125 [0.100, 0.150]" in lines[4] and lines[4].rstrip().endswith("—")
+    assert lines[-1] == f"{TASK}; sorted by comprehensiveness ↑; cells: mean [95% CI]"
+    md = render_matrix(entries, TASK, "markdown", sort_by="sufficiency", family="faithfulness")
+    assert [line.split("|")[1].strip() for line in md.splitlines()[2:5]] == [OCC, GRAD, ATT]
+    assert "token_f1" not in md
+    parsed = list(csv.reader(io.StringIO(render_matrix(entries, TASK, "csv"))))
+    assert parsed[0][:3] == ["explainer", "entry_id", f"{COMP} mean"]
+    assert float(parsed[3][parsed[0].index(f"{SUFF} mean")]) == 0.125
+    assert parsed[3][parsed[0].index(f"{F1} mean")] == ""
+
+
+def test_render_comparison(tmp_path):
+    base = [(i % 8) / 8 for i in range(200)]
+    a = make_entry(tmp_path, ATT, {COMP: [v + 0.5 for v in base]})
+    b = make_entry(tmp_path, GRAD, {COMP: base})
+    rows = compare(a, b)
+    md = render_comparison(rows, "markdown")
+    assert "| 0.500 [0.500, 0.500] |" in md and "<0.001" in md and f"| {ATT} " in md
+    assert f"A = {ATT} (entry {a.entry_id}); B = {GRAD} (entry {b.entry_id})" in md
+    parsed = list(csv.reader(io.StringIO(render_comparison(rows, "csv"))))
+    line = dict(zip(parsed[0], parsed[1]))
+    assert float(line["diff"]) == 0.5 and int(line["n"]) == 200 and line["better"] == ATT
+
+
+# --- layering -----------------------------------------------------------------------------
+
+
+def test_leaderboard_imports_only_records_stats_cache_errors():
+    allowed_core = {
+        "benchmark.core.records",
+        "benchmark.core.stats",
+        "benchmark.core.cache",
+        "benchmark.core.errors",
+    }
+    folder = Path(entry_module.__file__).parent
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                ok = (
+                    name in allowed_core
+                    or top in ("leaderboard", "tabulate", "__future__")
+                    or (top in sys.stdlib_module_names and top != "benchmark")
+                )
+                assert ok, f"{path.name} imports {name}"
