@@ -53,7 +53,7 @@ class Perturber:
             sub = _trim(sub)
             p = torch.softmax(self.model.logits(sub).float(), dim=-1)
             if out is None:
-                out = torch.empty(n, p.shape[1])
+                out = torch.empty(n, p.shape[1], device=p.device)
             out[idx] = p
             self.rows_forwarded += len(idx)
         return out

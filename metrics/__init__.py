@@ -1,0 +1,69 @@
+"""Metrics: one module per family, every metric one frozen ``SimpleMetric`` value.
+
+``REGISTRY`` is filled by the explicit ``add`` calls below (registry key = spec name);
+``get_metric`` looks one up, ``default_metrics`` lists those that apply to a task
+kind, and ``with_params`` makes a parametrized variant as a new frozen value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from typing import Any
+
+from benchmark.core.api import ALIGNMENT, CLASSIFICATION, PAIR_CLASSIFICATION, SimpleMetric
+from benchmark.core.errors import InputError, UnknownNameError
+from benchmark.core.registry import Registry
+from metrics.erasure import AOPC_LERF, AOPC_MORF
+from metrics.flip import FLIP_FRACTION, FLIP_RATE
+from metrics.plausibility import TOKEN_F1
+from metrics.rationale import COMPREHENSIVENESS, SUFFICIENCY
+
+TASK_KINDS = (CLASSIFICATION, PAIR_CLASSIFICATION, ALIGNMENT)
+
+REGISTRY: Registry[SimpleMetric] = Registry("metric")
+REGISTRY.add(AOPC_MORF.spec.name, AOPC_MORF)
+REGISTRY.add(AOPC_LERF.spec.name, AOPC_LERF)
+REGISTRY.add(COMPREHENSIVENESS.spec.name, COMPREHENSIVENESS)
+REGISTRY.add(SUFFICIENCY.spec.name, SUFFICIENCY)
+REGISTRY.add(FLIP_RATE.spec.name, FLIP_RATE)
+REGISTRY.add(FLIP_FRACTION.spec.name, FLIP_FRACTION)
+REGISTRY.add(TOKEN_F1.spec.name, TOKEN_F1)
+
+
+def get_metric(name: str) -> SimpleMetric:
+    """The registered metric ``name``; an unknown name raises with "did you mean"."""
+    return REGISTRY.get(name)
+
+
+def default_metrics(kind: str, has_reference: bool) -> list[SimpleMetric]:
+    """Registered metrics that apply to task ``kind``, in registration order;
+    reference-needing (plausibility) metrics only if the task has references."""
+    if kind not in TASK_KINDS:
+        raise UnknownNameError(f"unknown task kind {kind!r} (known: {', '.join(TASK_KINDS)})")
+    return [
+        metric
+        for _, metric in REGISTRY.items()
+        if kind in metric.spec.kinds and (has_reference or not metric.spec.needs_reference)
+    ]
+
+
+def with_params(metric: SimpleMetric, **changes: Any) -> SimpleMetric:
+    """A new frozen metric with some params changed (e.g. ``eraser="mask"``);
+    ``metric`` is left as it was. Lists become tuples so the spec stays hashable.
+
+    >>> with_params(get_metric("comprehensiveness"), bins=[0.1, 0.5], eraser="mask").spec.id
+    'comprehensiveness[bins=0.1,0.5;eraser=mask;rounding=ceil]@1'
+    """
+    params = dict(metric.spec.params)
+    for key, value in changes.items():
+        if key not in params:
+            close = difflib.get_close_matches(key, params, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            known = ", ".join(params) or "none"
+            raise InputError(
+                f"metric {metric.spec.name!r} has no parameter {key!r}{hint} (known: {known})"
+            )
+        params[key] = tuple(value) if isinstance(value, list) else value
+    spec = dataclasses.replace(metric.spec, params=tuple(params.items()))
+    return dataclasses.replace(metric, spec=spec)

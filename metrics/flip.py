@@ -1,0 +1,127 @@
+"""Decision flips: does removing the top token flip the prediction, and how much of
+the input must go, in importance order, before it does.
+
+Metric card
+-----------
+Formula. For an example x with n real tokens and predicted class ŷ, let x₍ₖ₎ be x
+with its k most important tokens removed (order from ``benchmark.core.ranking``;
+ties broken by position, earlier first) and pred(·) = argmax_c p_c(·) (ties in p go
+to the lower class index, as ``torch.argmax``)::
+
+    flip_rate(x)     = 1  if pred(x₍₁₎) ≠ ŷ  else 0
+    flip_fraction(x) = k* / n,  k* = min { k in 1..n : pred(x₍ₖ₎) ≠ ŷ }
+
+Never-flip counting. k runs up to n, i.e. up to the input with every token removed.
+An example whose prediction never changes, not even then, gets flip_fraction = 1.0
+*and* the flag ``never_flipped`` = True, so the record can count them: 1.0 is the
+most an explainer can be charged (all of the input was removed), but it also means
+the fraction is censored rather than measured. An example that flips exactly at
+k = n also gets 1.0, with ``never_flipped`` = False. The mean of flip_rate over
+examples is the share of decisions flipped by the single top token.
+
+Direction. flip_rate: higher is more faithful. flip_fraction: lower is more faithful
+(fewer tokens, in the explainer's order, carry the decision).
+
+Range. flip_rate is 0 or 1 per example, its mean in [0, 1]; flip_fraction in (0, 1].
+Extremes: flip_fraction = 1/n means the top token alone carried the decision; 1.0
+means the decision survived until (nearly) everything was gone.
+
+Parameters. ``eraser`` ("delete", "mask", "pad").
+
+OOD caveat. Inputs with many tokens removed lie far off the training distribution,
+so a flip can come from that shift rather than from the removed evidence; a model
+that predicts a fixed class on an empty input never flips examples of that class,
+whatever the explainer (hence the ``never_flipped`` count).
+
+Citation. Serrano & Smith (2019), "Is attention interpretable?", ACL.
+
+Hand-worked case. Voting model p(c) ∝ 1 + (votes for c); token 2 votes class 0,
+token 3 class 1. Row a = [3, 2, 3] predicts class 1 (p₁ = 3/5). Scores put position
+0 first: removing it leaves [2, 3], a 2/4 tie that argmax gives to class 0 — a flip at
+k* = 1, so flip_rate = 1 and flip_fraction = 1/3. Row b = [2, 2, 2, 3] with position
+3 first: [2, 2, 2] and [2, 2] stay class 0, [2] too; the empty input is a tie, class 0
+again — never flipped, so flip_fraction = 1.0 with the flag set.
+
+>>> import torch
+>>> from benchmark.core.api import Batch, MetricInput
+>>> from benchmark.core.perturb import Perturber
+>>> class Votes:  # p(c) ∝ 1 + number of real tokens voting for c
+...     pad_id, mask_id, baseline_id = 0, 1, 0
+...     def logits(self, batch):
+...         votes = [((batch.ids == 2 + c) & batch.mask).sum(1) for c in (0, 1)]
+...         return torch.log1p(torch.stack(votes, 1).float())
+>>> ids = torch.tensor([[3, 2, 3, 0], [2, 2, 2, 3]])
+>>> batch = Batch(ids, ids > 0, ("a", "b"))
+>>> perturber = Perturber(Votes())
+>>> inp = MetricInput(batch, torch.tensor([[0.9, 0.5, 0.1, 0.0], [0.1, 0.2, 0.3, 0.9]]),
+...                   torch.tensor([1, 0]), perturber.probs(batch), perturber)
+>>> flip_rate(inp, eraser="delete")
+tensor([1., 0.], dtype=torch.float64)
+>>> values, flags = flip_fraction(inp, eraser="delete")
+>>> values, flags["never_flipped"]
+(tensor([0.3333, 1.0000], dtype=torch.float64), tensor([False,  True]))
+"""
+
+from __future__ import annotations
+
+import torch
+
+from benchmark.core.api import (
+    CLASSIFICATION,
+    PAIR_CLASSIFICATION,
+    MetricInput,
+    MetricSpec,
+    SimpleMetric,
+)
+from metrics.variants import check_eraser, ranked_mask, real_lengths, variant_probs
+
+CITATION = "Serrano & Smith (2019). Is attention interpretable? ACL 2019."
+
+
+def flip_rate(inp: MetricInput, *, eraser: str) -> torch.Tensor:
+    """(B,) 1.0 where removing the single most important token changes the argmax."""
+    check_eraser("flip_rate", eraser)
+    batch = inp.batch
+    real_lengths("flip_rate", batch)
+    k = torch.ones(len(batch), 1, dtype=torch.long, device=batch.mask.device)  # (B, 1)
+    keeps = batch.mask.unsqueeze(1) & ~ranked_mask(inp.scores, batch.mask, k)
+    pred = variant_probs(inp, keeps, None, eraser).argmax(dim=2).squeeze(1)  # (B,)
+    return (pred != inp.target.cpu()).double()
+
+
+def flip_fraction(inp: MetricInput, *, eraser: str) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """(B,) k*/n for the first k at which the argmax changes; 1.0 and
+    ``never_flipped`` where it never does, even with all n tokens removed."""
+    check_eraser("flip_fraction", eraser)
+    batch = inp.batch
+    n = real_lengths("flip_fraction", batch)  # (B,)
+    if len(batch) == 0:
+        none = torch.zeros(0, dtype=torch.float64)
+        return none, {"never_flipped": none.bool()}
+    steps = int(n.max())
+    k = torch.arange(1, steps + 1, device=n.device).expand(len(batch), steps)  # (B, V)
+    valid = k <= n.unsqueeze(1)
+    keeps = batch.mask.unsqueeze(1) & ~ranked_mask(inp.scores, batch.mask, k)
+    pred = variant_probs(inp, keeps, valid, eraser).argmax(dim=2)  # (B, V)
+    flipped = (pred != inp.target.cpu().unsqueeze(1)) & valid.cpu()
+    ever = flipped.any(dim=1)
+    first = flipped.to(torch.int8).argmax(dim=1) + 1  # argmax returns the first True
+    values = torch.where(
+        ever, first.double() / n.cpu().double(), torch.ones(len(batch), dtype=torch.float64)
+    )
+    return values, {"never_flipped": ~ever}
+
+
+def _spec(name: str, direction: str) -> MetricSpec:
+    return MetricSpec(
+        name=name,
+        version="1",
+        direction=direction,
+        kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}),
+        params=(("eraser", "delete"),),
+        citation=CITATION,
+    )
+
+
+FLIP_RATE = SimpleMetric(spec=_spec("flip_rate", "higher"), fn=flip_rate)
+FLIP_FRACTION = SimpleMetric(spec=_spec("flip_fraction", "lower"), fn=flip_fraction)

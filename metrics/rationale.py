@@ -1,0 +1,167 @@
+"""Comprehensiveness and sufficiency of the top-k rationale (ERASER).
+
+Metric card
+-----------
+Formula. For an example x with n real tokens and predicted class ŷ, and a bin b
+(a fraction of the input), the rationale r_b is the k_b most important tokens,
+k_b = ceil(b · n) clamped to [1, n]. Then::
+
+    comprehensiveness(x) = 1/|bins| · Σ_b ( p_ŷ(x) − p_ŷ(x ∖ r_b) )
+    sufficiency(x)       = 1/|bins| · Σ_b ( p_ŷ(x) − p_ŷ(r_b) )
+
+i.e. the AOPC of DeYoung et al. over bins {1, 5, 10, 20, 50}% by default. x ∖ r_b
+erases the rationale; r_b keeps only the rationale (with "delete", the remaining
+tokens keep their order). k_b is computed in exact rational arithmetic from the
+decimal the bin is written as, so ceil(0.1 · 30) = 3 and ceil(0.07 · 100) = 7 (in
+floating point 0.07 * 100 = 7.000000000000001, whose ceil is 8). ``rounding="round"``
+rounds half up (2.5 → 3); ``rounding="floor"`` rounds down, then clamps to at least 1.
+Ties in the scores are broken by position (earlier first) through
+``benchmark.core.ranking``; n counts the tokens of the whole input (premise and
+hypothesis together for NLI).
+
+Direction. comprehensiveness: higher is more faithful (erasing the rationale hurts
+the prediction). sufficiency: lower is more faithful (the rationale alone keeps it).
+
+Range. [−1, 1] each. Extremes: comprehensiveness ≈ 1 means ŷ is lost whenever its
+rationale is erased; negative means the rationale held evidence *against* ŷ.
+Sufficiency ≈ 0 means the rationale alone gives the full-input confidence; negative
+means the rationale alone is *more* confident than x; ≈ 1 means it carries nothing.
+
+Parameters. ``bins`` (default (0.01, 0.05, 0.1, 0.2, 0.5)), ``rounding`` ("ceil",
+"round", "floor"), ``eraser`` ("delete", "mask", "pad").
+
+OOD caveat. x ∖ r_b and r_b alone may lie off the training distribution, so a
+probability drop (a high comprehensiveness, a high sufficiency) can come from that
+shift rather than from missing evidence; compare against a random explainer.
+
+Citation. DeYoung, Jain, Rajani, Lehman, Xiong, Socher & Wallace (2020), "ERASER: A
+benchmark to evaluate rationalized NLP models", ACL.
+
+Hand-worked case. Voting model p(c) ∝ 1 + (votes for c); token 2 votes class 0,
+token 3 class 1. x = [2, 2, 3], p₀(x) = 3/5, bins (0.3, 0.5): k = ceil(0.9) = 1 and
+ceil(1.5) = 2. Erasing position 0 gives p₀ = 2/4, erasing 0 and 1 gives 1/3, so
+comprehensiveness = ((.6 − .5) + (.6 − 1/3)) / 2 = 0.1833. Keeping only position 0
+gives 2/3, keeping 0 and 1 gives 3/4, so sufficiency = (−.0667 − .15) / 2 = −0.1083.
+
+>>> import torch
+>>> from benchmark.core.api import Batch, MetricInput
+>>> from benchmark.core.perturb import Perturber
+>>> class Votes:  # p(c) ∝ 1 + number of real tokens voting for c
+...     pad_id, mask_id, baseline_id = 0, 1, 0
+...     def logits(self, batch):
+...         votes = [((batch.ids == 2 + c) & batch.mask).sum(1) for c in (0, 1)]
+...         return torch.log1p(torch.stack(votes, 1).float())
+>>> batch = Batch(torch.tensor([[2, 2, 3]]), torch.ones(1, 3, dtype=torch.bool), ("a",))
+>>> perturber = Perturber(Votes())
+>>> inp = MetricInput(batch, torch.tensor([[0.9, 0.5, 0.1]]), torch.tensor([0]),
+...                   perturber.probs(batch), perturber)
+>>> comp = comprehensiveness(inp, bins=(0.3, 0.5), rounding="ceil", eraser="delete")
+>>> round(comp.item(), 4)
+0.1833
+>>> suff = sufficiency(inp, bins=(0.3, 0.5), rounding="ceil", eraser="delete")
+>>> round(suff.item(), 4)
+-0.1083
+>>> bin_sizes(torch.tensor([30, 100, 5]), (0.1, 0.07, 0.5), "ceil").tolist()
+[[3, 3, 15], [10, 7, 50], [1, 1, 3]]
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import torch
+
+from benchmark.core.api import (
+    CLASSIFICATION,
+    PAIR_CLASSIFICATION,
+    MetricInput,
+    MetricSpec,
+    SimpleMetric,
+)
+from benchmark.core.errors import InputError
+from metrics.variants import (
+    base_target_prob,
+    check_eraser,
+    of_target,
+    ranked_mask,
+    real_lengths,
+    variant_probs,
+)
+
+ROUNDINGS = ("ceil", "round", "floor")
+CITATION = (
+    "DeYoung, Jain, Rajani, Lehman, Xiong, Socher & Wallace (2020). ERASER: A benchmark to "
+    "evaluate rationalized NLP models. ACL 2020."
+)
+
+
+def bin_sizes(lengths: torch.Tensor, bins, rounding: str) -> torch.Tensor:
+    """(B, len(bins)) long rationale sizes k = rounding(b · n) clamped to [1, n].
+
+    Exact: each bin is read as the fraction its decimal spells (0.1 -> 1/10), and
+    k is computed with integer arithmetic, so no float error moves a k across an integer.
+    """
+    n = lengths.to(torch.long).unsqueeze(1)  # (B, 1)
+    sizes = []
+    for b in bins:
+        frac = Fraction(str(b))
+        p, q = frac.numerator, frac.denominator
+        if rounding == "ceil":
+            k = -((-p * n) // q)
+        elif rounding == "round":  # half up: floor(x + 1/2)
+            k = (2 * p * n + q) // (2 * q)
+        else:  # floor
+            k = (p * n) // q
+        sizes.append(k)
+    k = torch.cat(sizes, dim=1) if sizes else n[:, :0]
+    return torch.minimum(k.clamp(min=1), n)
+
+
+def comprehensiveness(inp: MetricInput, *, bins, rounding: str, eraser: str) -> torch.Tensor:
+    """(B,) mean over bins of p_ŷ(x) − p_ŷ(x without its top-k_b tokens)."""
+    return _drops(inp, bins, rounding, eraser, keep_rationale=False, name="comprehensiveness")
+
+
+def sufficiency(inp: MetricInput, *, bins, rounding: str, eraser: str) -> torch.Tensor:
+    """(B,) mean over bins of p_ŷ(x) − p_ŷ(only the top-k_b tokens of x)."""
+    return _drops(inp, bins, rounding, eraser, keep_rationale=True, name="sufficiency")
+
+
+def _drops(inp, bins, rounding, eraser, *, keep_rationale: bool, name: str) -> torch.Tensor:
+    _check(name, bins, rounding)
+    check_eraser(name, eraser)
+    batch = inp.batch
+    k = bin_sizes(real_lengths(name, batch), bins, rounding).to(batch.mask.device)  # (B, V)
+    rationale = ranked_mask(inp.scores, batch.mask, k)  # (B, V, T)
+    keeps = rationale if keep_rationale else batch.mask.unsqueeze(1) & ~rationale
+    p = of_target(variant_probs(inp, keeps, None, eraser), inp.target)  # (B, V)
+    return (base_target_prob(inp).unsqueeze(1) - p).mean(dim=1)
+
+
+def _check(name: str, bins, rounding: str) -> None:
+    if rounding not in ROUNDINGS:
+        raise InputError(
+            f"metric {name}: unknown rounding {rounding!r}; choose one of {', '.join(ROUNDINGS)}"
+        )
+    if not isinstance(bins, (tuple, list)) or not bins:
+        raise InputError(
+            f"metric {name}: bins must be a non-empty tuple of fractions, got {bins!r}"
+        )
+    for b in bins:
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not 0 < b <= 1:
+            raise InputError(f"metric {name}: every bin must be a number in (0, 1], got {b!r}")
+
+
+def _spec(name: str, direction: str) -> MetricSpec:
+    return MetricSpec(
+        name=name,
+        version="1",
+        direction=direction,
+        kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}),
+        params=(("bins", (0.01, 0.05, 0.1, 0.2, 0.5)), ("rounding", "ceil"), ("eraser", "delete")),
+        citation=CITATION,
+    )
+
+
+COMPREHENSIVENESS = SimpleMetric(spec=_spec("comprehensiveness", "higher"), fn=comprehensiveness)
+SUFFICIENCY = SimpleMetric(spec=_spec("sufficiency", "lower"), fn=sufficiency)

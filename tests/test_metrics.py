@@ -1,0 +1,579 @@
+"""Metrics on a bag-of-words analytic model, with every expected value worked out
+here in plain Python (math.exp over the weight table), never by the library.
+
+Each hand-worked test runs at several perturber chunk sizes (Captum's
+perturbations_per_eval idea); orderings are written out by hand from the scores.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import math
+import re
+
+import pytest
+import torch
+
+from benchmark.core.api import (
+    ALIGNMENT,
+    CLASSIFICATION,
+    PAIR_CLASSIFICATION,
+    MetricInput,
+    MetricOutput,
+    MetricSpec,
+    SimpleMetric,
+    canonical_id,
+)
+from benchmark.core.errors import InputError, UnknownNameError
+from benchmark.core.perturb import Perturber
+from metrics import REGISTRY, default_metrics, get_metric, with_params
+from metrics.rationale import bin_sizes
+from tests.analytic import BagOfWords, make_batch
+
+CHUNKS = (1, 2, 3, 512)
+TOL = 1e-6
+
+# token id -> (w_class0, w_class1); 0 = pad, 1 = the mask eraser's unknown word
+WEIGHTS = {
+    0: (0.0, 0.0),
+    1: (0.3, -0.2),
+    2: (1.0, 0.0),
+    3: (0.0, 0.5),
+    4: (0.8, 0.2),
+    5: (-0.3, 0.4),
+    6: (0.6, -0.1),
+    7: (0.2, 0.25),
+}
+BIAS = (0.1, 0.0)
+MODEL = BagOfWords(WEIGHTS, BIAS)
+
+# x: logits (2.2, 1.0) -> ŷ = 0. Scores order positions 0, 4, 2, 3, 1.
+X = [2, 3, 4, 5, 6]
+X_SCORES = [0.9, 0.1, 0.5, 0.3, 0.7]
+X_ORDER = [0, 4, 2, 3, 1]
+Y = [2, 3]  # logits (1.1, 0.5) -> ŷ = 0; removing the 2 flips it
+Z = [2, 6]  # logits (1.7, -0.1) -> ŷ = 0; the empty input (bias) is class 0 too: never flips
+V = [3, 5, 2]  # logits (0.8, 0.9) -> ŷ = 1
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """These tensors are tiny; on a busy CPU each multi-threaded softmax costs ~10 ms of
+    thread wake-up, which made the 120-ordering tests take a minute. Restored after."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# ---- hand computation (plain Python) -------------------------------------------------
+
+
+def hand_logits(tokens):
+    return [BIAS[c] + sum(WEIGHTS[t][c] for t in tokens) for c in range(2)]
+
+
+def hand_p(tokens, cls):
+    z = hand_logits(tokens)
+    return math.exp(z[cls]) / (math.exp(z[0]) + math.exp(z[1]))
+
+
+def hand_pred(tokens):
+    z = hand_logits(tokens)
+    return 0 if z[0] >= z[1] else 1
+
+
+def without(tokens, positions):
+    return [t for i, t in enumerate(tokens) if i not in set(positions)]
+
+
+def only(tokens, positions):
+    return [t for i, t in enumerate(tokens) if i in set(positions)]
+
+
+def masked(tokens, positions):
+    return [1 if i in set(positions) else t for i, t in enumerate(tokens)]
+
+
+def hand_aopc(tokens, order, k_max, erase=without):
+    y = hand_pred(tokens)
+    steps = range(1, min(k_max, len(tokens)) + 1)
+    return sum(hand_p(tokens, y) - hand_p(erase(tokens, order[:k]), y) for k in steps) / len(steps)
+
+
+def hand_comp(tokens, order, ks, erase=without):
+    y = hand_pred(tokens)
+    return sum(hand_p(tokens, y) - hand_p(erase(tokens, order[:k]), y) for k in ks) / len(ks)
+
+
+def hand_suff(tokens, order, ks, erase=None):
+    """Keep only the top k: delete the rest, or (erase=masked) mask the rest."""
+    y = hand_pred(tokens)
+
+    def rationale(k):
+        return only(tokens, order[:k]) if erase is None else erase(tokens, order[k:])
+
+    return sum(hand_p(tokens, y) - hand_p(rationale(k), y) for k in ks) / len(ks)
+
+
+# ---- library inputs ------------------------------------------------------------------
+
+
+def make_input(rows, scores, *, chunk=512, reference=None, segments=None, model=MODEL):
+    batch = make_batch(rows, segments=segments)
+    perturber = Perturber(model, chunk_size=chunk)
+    base = perturber.probs(batch)
+    width = batch.ids.shape[1]
+    s = torch.tensor([list(r) + [0.0] * (width - len(r)) for r in scores], dtype=torch.float32)
+    ref = None
+    if reference is not None:
+        ref = torch.tensor([list(r) + [False] * (width - len(r)) for r in reference])
+    return MetricInput(batch, s, base.argmax(dim=1), base, perturber, ref)
+
+
+def value(metric, rows, scores, **kw):
+    params = {k: kw.pop(k) for k in list(kw) if k not in ("chunk", "reference", "segments")}
+    m = with_params(get_metric(metric), **params) if params else get_metric(metric)
+    return m.compute(make_input(rows, scores, **kw))
+
+
+def test_hand_setup_predictions():
+    assert [hand_pred(r) for r in (X, Y, Z, V)] == [0, 0, 0, 1]
+    inp = make_input([X, Y, Z, V], [X_SCORES, [0, 0], [0, 0], [0, 0, 0]])
+    assert inp.target.tolist() == [0, 0, 0, 1]
+
+
+# ---- erasure AOPC ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_aopc_morf_lerf_hand(chunk):
+    for k_max in (3, 10):  # 10 > n: averaged over the n = 5 steps, k = 0 never counted
+        out = value("aopc_morf", [X], [X_SCORES], k_max=k_max, chunk=chunk).values
+        assert out.item() == pytest.approx(hand_aopc(X, X_ORDER, k_max), abs=TOL)
+        out = value("aopc_lerf", [X], [X_SCORES], k_max=k_max, chunk=chunk).values
+        assert out.item() == pytest.approx(hand_aopc(X, X_ORDER[::-1], k_max), abs=TOL)
+    # k_max = 3, written out: drops after removing {0}, {0, 4}, {0, 4, 2}
+    p = hand_p(X, 0)
+    three = (3 * p - hand_p([3, 4, 5, 6], 0) - hand_p([3, 4, 5], 0) - hand_p([3, 5], 0)) / 3
+    assert value("aopc_morf", [X], [X_SCORES], k_max=3, chunk=chunk).values.item() == pytest.approx(
+        three, abs=TOL
+    )
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_aopc_erasers_hand(chunk):
+    mask_morf = value("aopc_morf", [X], [X_SCORES], k_max=3, eraser="mask", chunk=chunk).values
+    assert mask_morf.item() == pytest.approx(hand_aopc(X, X_ORDER, 3, erase=masked), abs=TOL)
+    # pad adds the zero embedding, which for a bag of words is exactly deletion
+    pad_lerf = value("aopc_lerf", [X], [X_SCORES], k_max=4, eraser="pad", chunk=chunk).values
+    assert pad_lerf.item() == pytest.approx(hand_aopc(X, X_ORDER[::-1], 4), abs=TOL)
+    assert mask_morf.item() != pytest.approx(hand_aopc(X, X_ORDER, 3), abs=1e-3)
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_aopc_ties_broken_by_position(chunk):
+    # all scores equal: MoRF removes positions 0, 1; LeRF removes 4, 3
+    flat = [[0.0] * 5]
+    morf = value("aopc_morf", [X], flat, k_max=2, chunk=chunk).values.item()
+    lerf = value("aopc_lerf", [X], flat, k_max=2, chunk=chunk).values.item()
+    assert morf == pytest.approx(hand_aopc(X, [0, 1, 2, 3, 4], 2), abs=TOL)
+    assert lerf == pytest.approx(hand_aopc(X, [4, 3, 2, 1, 0], 2), abs=TOL)
+    assert morf != pytest.approx(hand_aopc(X, [4, 3, 2, 1, 0], 2), abs=1e-3)
+
+
+# ---- comprehensiveness / sufficiency -----------------------------------------------------
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_comp_suff_default_bins_hand(chunk):
+    ks = [1, 1, 1, 1, 3]  # n = 5: ceil(.05), ceil(.25), ceil(.5), ceil(1), ceil(2.5)
+    comp = value("comprehensiveness", [X], [X_SCORES], chunk=chunk).values.item()
+    suff = value("sufficiency", [X], [X_SCORES], chunk=chunk).values.item()
+    assert comp == pytest.approx(hand_comp(X, X_ORDER, ks), abs=TOL)
+    assert suff == pytest.approx(hand_suff(X, X_ORDER, ks), abs=TOL)
+    p = hand_p(X, 0)
+    assert comp == pytest.approx(
+        (4 * (p - hand_p([3, 4, 5, 6], 0)) + p - hand_p([3, 5], 0)) / 5, abs=TOL
+    )
+    assert suff == pytest.approx((4 * (p - hand_p([2], 0)) + p - hand_p([2, 4, 6], 0)) / 5, abs=TOL)
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+@pytest.mark.parametrize(
+    "rounding, ks", [("ceil", [1, 2, 3]), ("round", [1, 1, 3]), ("floor", [1, 1, 2])]
+)
+def test_comp_suff_custom_bins_and_rounding(chunk, rounding, ks):
+    # n = 5 and bins (.1, .25, .5): b·n = 0.5, 1.25, 2.5
+    kw = {"bins": (0.1, 0.25, 0.5), "rounding": rounding, "chunk": chunk}
+    comp = value("comprehensiveness", [X], [X_SCORES], **kw).values.item()
+    suff = value("sufficiency", [X], [X_SCORES], **kw).values.item()
+    assert comp == pytest.approx(hand_comp(X, X_ORDER, ks), abs=TOL)
+    assert suff == pytest.approx(hand_suff(X, X_ORDER, ks), abs=TOL)
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_comp_suff_erasers_hand(chunk):
+    kw = {"bins": (0.2, 0.6), "chunk": chunk}  # ks = 1, 3
+    comp = value("comprehensiveness", [X], [X_SCORES], eraser="mask", **kw).values.item()
+    suff = value("sufficiency", [X], [X_SCORES], eraser="mask", **kw).values.item()
+    assert comp == pytest.approx(hand_comp(X, X_ORDER, [1, 3], erase=masked), abs=TOL)
+    assert suff == pytest.approx(hand_suff(X, X_ORDER, [1, 3], erase=masked), abs=TOL)
+    comp = value("comprehensiveness", [X], [X_SCORES], eraser="pad", **kw).values.item()
+    suff = value("sufficiency", [X], [X_SCORES], eraser="pad", **kw).values.item()
+    assert comp == pytest.approx(hand_comp(X, X_ORDER, [1, 3]), abs=TOL)
+    assert suff == pytest.approx(hand_suff(X, X_ORDER, [1, 3]), abs=TOL)
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_comp_suff_ties_broken_by_position(chunk):
+    scores = [[0.5, 0.9, 0.5, 0.9, 0.1]]  # order 1, 3, 0, 2, 4
+    kw = {"bins": (0.2, 0.4, 0.6), "chunk": chunk}
+    comp = value("comprehensiveness", [X], scores, **kw).values.item()
+    suff = value("sufficiency", [X], scores, **kw).values.item()
+    assert comp == pytest.approx(hand_comp(X, [1, 3, 0, 2, 4], [1, 2, 3]), abs=TOL)
+    assert suff == pytest.approx(hand_suff(X, [1, 3, 0, 2, 4], [1, 2, 3]), abs=TOL)
+    assert comp != pytest.approx(hand_comp(X, [3, 1, 2, 0, 4], [1, 2, 3]), abs=1e-3)
+
+
+def test_bin_sizes_exact_arithmetic():
+    assert math.ceil(0.07 * 100) == 8 and math.ceil(0.28 * 25) == 8  # why naive ceil(b·n) is wrong
+    n = torch.tensor([30, 10, 5, 1, 100, 25])
+    assert bin_sizes(n, (0.1, 0.07, 0.28), "ceil").tolist() == [
+        [3, 3, 9],
+        [1, 1, 3],
+        [1, 1, 2],
+        [1, 1, 1],
+        [10, 7, 28],
+        [3, 2, 7],
+    ]
+    assert bin_sizes(n, (0.05, 0.25), "round").tolist() == [
+        [2, 8],
+        [1, 3],
+        [1, 1],
+        [1, 1],
+        [5, 25],
+        [1, 6],
+    ]
+    assert bin_sizes(n, (0.05, 0.25), "floor").tolist() == [
+        [1, 7],
+        [1, 2],
+        [1, 1],
+        [1, 1],
+        [5, 25],
+        [1, 6],
+    ]
+    assert bin_sizes(n, (1.0,), "ceil").flatten().tolist() == n.tolist()
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_comp_suff_float_guard_on_the_metric(chunk):
+    x30 = [2, 3, 4, 5, 6, 7, 2, 3, 4, 5] * 3
+    desc = [[float(30 - i) for i in range(30)]]  # order = positions 0..29
+    suff = value("sufficiency", [x30], desc, bins=(0.1,), chunk=chunk).values.item()
+    y = hand_pred(x30)
+    assert suff == pytest.approx(hand_p(x30, y) - hand_p(x30[:3], y), abs=TOL)  # k = 3
+    x25 = x30[:25]
+    comp = value("comprehensiveness", [x25], [desc[0][:25]], bins=(0.28,), chunk=chunk)
+    y = hand_pred(x25)
+    want = hand_p(x25, y) - hand_p(x25[7:], y)  # k = 7, where float ceil(0.28 * 25) gives 8
+    assert comp.values.item() == pytest.approx(want, abs=TOL)
+    assert want != pytest.approx(hand_p(x25, y) - hand_p(x25[8:], y), abs=1e-4)
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+@pytest.mark.parametrize("bins", [(0.01, 0.05, 0.1, 0.2, 0.5), (0.2, 0.4, 0.6, 0.8, 1.0)])
+def test_oracle_is_extremal_over_all_orderings(chunk, bins):
+    inp0 = make_input([X], [X_SCORES])
+    oracle = MODEL.contributions(inp0.batch, inp0.target)[0].tolist()
+    assert oracle == pytest.approx([1.0, -0.5, 0.6, -0.7, 0.7])
+    # every ordering of the 5 tokens, fed as scores (rank 0 = most important), in one batch
+    perms = list(itertools.permutations(range(5)))
+    scores = [[5.0 - perm.index(i) for i in range(5)] for perm in perms]
+    rows = [X] * len(perms)
+    for name, best, worst in [
+        ("comprehensiveness", max, min),
+        ("sufficiency", min, max),
+        ("aopc_morf", max, min),
+        ("aopc_lerf", min, max),
+    ]:
+        kw = {"bins": bins} if name in ("comprehensiveness", "sufficiency") else {}
+        every = value(name, rows, scores, chunk=chunk, **kw).values.tolist()
+        pair = value(
+            name, [X, X], [oracle, [-s for s in oracle]], chunk=chunk, **kw
+        ).values.tolist()
+        assert pair[0] == pytest.approx(best(every), abs=TOL), name
+        assert pair[1] == pytest.approx(worst(every), abs=TOL), name
+    # and the oracle's comprehensiveness by hand: order 0 (1.0), 4 (.7), 2 (.6), 1, 3
+    ks = bin_sizes(torch.tensor([5]), bins, "ceil")[0].tolist()
+    comp = value("comprehensiveness", [X], [oracle], bins=bins, chunk=chunk).values.item()
+    assert comp == pytest.approx(hand_comp(X, [0, 4, 2, 1, 3], ks), abs=TOL)
+
+
+# ---- flips ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_flip_rate_hand(chunk):
+    rows = [X, Y, Z, V]
+    scores = [X_SCORES, [0.8, 0.2], [0.3, 0.6], [0.5, 0.7, -1.0]]
+    top = [0, 0, 1, 1]
+    want = [float(hand_pred(without(r, [t])) != hand_pred(r)) for r, t in zip(rows, top)]
+    assert want == [0.0, 1.0, 0.0, 1.0]
+    got = value("flip_rate", rows, scores, chunk=chunk).values.tolist()
+    assert got == want
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_flip_rate_ties_broken_by_position(chunk):
+    # equal scores: position 0 (the 2) goes first and Y flips; removing the 3 would not
+    assert hand_pred(without(Y, [1])) == hand_pred(Y)
+    assert value("flip_rate", [Y], [[0.4, 0.4]], chunk=chunk).values.tolist() == [1.0]
+
+
+def hand_flip_fraction(tokens, order):
+    y = hand_pred(tokens)
+    for k in range(1, len(tokens) + 1):
+        if hand_pred(without(tokens, order[:k])) != y:
+            return k / len(tokens), False
+    return 1.0, True
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_flip_fraction_hand_and_never_flipped(chunk):
+    rows = [X, Y, Z, V]
+    scores = [X_SCORES, [0.8, 0.2], [0.3, 0.6], [0.5, 0.7, -1.0]]
+    orders = [X_ORDER, [0, 1], [1, 0], [1, 0, 2]]
+    want = [hand_flip_fraction(r, o) for r, o in zip(rows, orders)]
+    # X flips at k = 2 (2 and 6 gone), Y at k = 1, Z never (not even emptied), V at k = 1
+    assert want == [(0.4, False), (0.5, False), (1.0, True), (pytest.approx(1 / 3), False)]
+    out = value("flip_fraction", rows, scores, chunk=chunk)
+    assert out.values.tolist() == pytest.approx([w[0] for w in want], abs=TOL)
+    assert out.flags["never_flipped"].tolist() == [w[1] for w in want]
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_flip_erasers_hand(chunk):
+    # mask: each removed token becomes id 1 (0.3, -0.2), which votes for class 0
+    rows, scores = [X, V], [X_SCORES, [0.5, 0.7, -1.0]]
+    orders = [X_ORDER, [1, 0, 2]]
+    out = value("flip_fraction", rows, scores, eraser="mask", chunk=chunk)
+    want = []
+    for r, o in zip(rows, orders):
+        ks = [k for k in range(1, len(r) + 1) if hand_pred(masked(r, o[:k])) != hand_pred(r)]
+        want.append(ks[0] / len(r) if ks else 1.0)
+    assert want == [1.0, pytest.approx(1 / 3)]  # X never flips: mask votes for class 0
+    assert out.values.tolist() == pytest.approx(want, abs=TOL)
+    assert out.flags["never_flipped"].tolist() == [True, False]
+    rate = value("flip_rate", rows, scores, eraser="pad", chunk=chunk).values.tolist()
+    assert rate == [0.0, 1.0]
+
+
+# ---- plausibility --------------------------------------------------------------------------
+
+
+def test_token_f1_hand():
+    rows = [X, X, X]
+    scores = [X_SCORES, X_SCORES, [0.0] * 5]
+    reference = [
+        [True, False, True, True, False],  # top 3 = {0, 4, 2}; hits {0, 2}: 2/3
+        [False, True, False, False, False],  # top 1 = {0}: 0
+        [True, True, False, False, False],  # ties -> {0, 1}: 1 (by last position: 0)
+    ]
+    out = value("token_f1", rows, scores, reference=reference).values.tolist()
+    assert out == pytest.approx([2 / 3, 0.0, 1.0], abs=TOL)
+
+
+def test_token_f1_ignores_reference_on_padding_and_needs_one():
+    # row 1 is padded; a reference bit on its padding is ignored
+    inp = make_input([X, Y], [X_SCORES, [0.1, 0.9]], reference=[[True] * 5, [True, False]])
+    ref = inp.reference.clone()
+    ref[1, 3] = True
+    out = get_metric("token_f1").compute(
+        MetricInput(inp.batch, inp.scores, inp.target, inp.base_probs, inp.perturber, ref)
+    )
+    assert out.values.tolist() == [1.0, 0.0]
+    with pytest.raises(ValueError, match="ex1"):
+        value("token_f1", [X, Y], [X_SCORES, [0.1, 0.9]], reference=[[True] * 5, [False, False]])
+    with pytest.raises(ValueError, match="reference"):
+        value("token_f1", [X], [X_SCORES])
+
+
+# ---- batching, padding, chunking -------------------------------------------------------------
+
+ROWS = [X, Y, Z, V, [7, 4, 3, 5, 6, 2]]
+SCORES = [X_SCORES, [0.8, 0.2], [0.3, 0.3], [0.5, 0.7, -1.0], [0.1, 0.6, 0.6, 0.2, 0.9, 0.0]]
+REFS = [
+    [True, False, True, False, False],
+    [False, True],
+    [True, True],
+    [False, True, False],
+    [False, True, True, False, False, False],
+]
+VARIANTS = [
+    ("aopc_morf", {}),
+    ("aopc_morf", {"k_max": 2}),
+    ("aopc_lerf", {}),
+    ("comprehensiveness", {}),
+    ("sufficiency", {"eraser": "mask"}),
+    ("flip_rate", {}),
+    ("flip_fraction", {}),
+    ("flip_fraction", {"eraser": "pad"}),
+    ("token_f1", {}),
+]
+
+
+def all_outputs(rows, scores, refs, chunk):
+    return [
+        value(name, rows, scores, reference=refs, chunk=chunk, **params)
+        for name, params in VARIANTS
+    ]
+
+
+def test_chunk_sizes_give_identical_results():
+    first = all_outputs(ROWS, SCORES, REFS, 512)
+    for chunk in CHUNKS:
+        for a, b in zip(first, all_outputs(ROWS, SCORES, REFS, chunk)):
+            assert torch.equal(a.values, b.values)
+            assert a.flags.keys() == b.flags.keys()
+            assert all(torch.equal(a.flags[k], b.flags[k]) for k in a.flags)
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_mixed_lengths_equal_each_example_alone(chunk):
+    together = all_outputs(ROWS, SCORES, REFS, chunk)
+    for i in range(len(ROWS)):
+        alone = all_outputs([ROWS[i]], [SCORES[i]], [REFS[i]], chunk)
+        for (name, _), t, a in zip(VARIANTS, together, alone):
+            assert t.values[i].item() == a.values.item(), name
+            for k in t.flags:
+                assert t.flags[k][i].item() == a.flags[k].item()
+
+
+class CountingPerturber(Perturber):
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.calls = 0
+
+    def probs_of_variants(self, *args, **kw):
+        self.calls += 1
+        return super().probs_of_variants(*args, **kw)
+
+
+@pytest.mark.parametrize("name", REGISTRY.names())
+def test_each_metric_calls_the_perturber_once(name):
+    inp = make_input(ROWS, SCORES, reference=REFS, chunk=2)
+    counting = CountingPerturber(MODEL, chunk_size=2)
+    inp = MetricInput(inp.batch, inp.scores, inp.target, inp.base_probs, counting, inp.reference)
+    get_metric(name).compute(inp)
+    assert counting.calls == (0 if get_metric(name).spec.family == "plausibility" else 1)
+
+
+# ---- contract over every registered metric ---------------------------------------------------
+
+ID_RE = re.compile(r"^[a-z][a-z0-9_]*(\[[^\]]*\])?@[0-9A-Za-z.]+$")
+
+
+@pytest.mark.parametrize("name", REGISTRY.names())
+def test_registered_metric_contract(name):
+    metric = get_metric(name)
+    spec = metric.spec
+    assert isinstance(metric, SimpleMetric) and isinstance(spec, MetricSpec)
+    assert spec.name == name and re.fullmatch(r"[a-z][a-z0-9_]*", name)
+    assert isinstance(spec.version, str) and spec.version
+    assert spec.direction in ("higher", "lower")
+    assert spec.kinds and spec.kinds <= {CLASSIFICATION, PAIR_CLASSIFICATION, ALIGNMENT}
+    assert spec.family in ("faithfulness", "plausibility")
+    assert spec.needs_reference == (spec.family == "plausibility")
+    assert spec.citation
+    hash(spec)  # frozen and hashable, usable as a key
+    # params: (str, value) pairs that are exactly the fn's keyword-only arguments
+    keys = [k for k, _ in spec.params]
+    assert all(isinstance(k, str) for k in keys) and len(set(keys)) == len(keys)
+    fn_params = list(inspect.signature(metric.fn).parameters.values())[1:]
+    assert all(p.kind is p.KEYWORD_ONLY and p.default is p.empty for p in fn_params)
+    assert sorted(p.name for p in fn_params) == sorted(keys)
+    # canonical id: stable, well formed, round-trips through params
+    assert spec.id == canonical_id(name, spec.params, spec.version) == get_metric(name).spec.id
+    assert ID_RE.fullmatch(spec.id)
+    same = with_params(metric, **dict(spec.params))
+    assert same.spec.id == spec.id and same.spec == spec
+    if "eraser" in keys:
+        other = with_params(metric, eraser="mask")
+        assert other.spec.id != spec.id and "eraser=mask" in other.spec.id
+        assert with_params(other, eraser=spec.param("eraser")).spec.id == spec.id
+        assert metric.spec.param("eraser") == "delete"  # the original is untouched
+    # compute on a padded pair-classification batch (with segments) and a reference
+    segments = [[0] * (len(r) // 2) + [1] * (len(r) - len(r) // 2) for r in ROWS]
+    out = metric.compute(make_input(ROWS, SCORES, reference=REFS, segments=segments))
+    assert isinstance(out, MetricOutput)
+    assert out.values.shape == (len(ROWS),) and out.values.dtype == torch.float64
+    assert torch.isfinite(out.values).all()
+    for flag in out.flags.values():
+        assert flag.shape == (len(ROWS),) and flag.dtype == torch.bool
+
+
+@pytest.mark.parametrize("name", REGISTRY.names())
+def test_empty_batch_gives_empty_values(name):
+    batch = make_batch([[2]]).select([])
+    inp = MetricInput(
+        batch,
+        torch.zeros(0, 1),
+        torch.zeros(0, dtype=torch.long),
+        torch.zeros(0, 2),
+        Perturber(MODEL),
+        torch.zeros(0, 1, dtype=torch.bool),
+    )
+    out = get_metric(name).compute(inp)
+    assert out.values.shape == (0,) and all(f.shape == (0,) for f in out.flags.values())
+
+
+def test_registry_and_helpers():
+    assert REGISTRY.names() == [
+        "aopc_morf",
+        "aopc_lerf",
+        "comprehensiveness",
+        "sufficiency",
+        "flip_rate",
+        "flip_fraction",
+        "token_f1",
+    ]
+    with pytest.raises(UnknownNameError, match="did you mean 'sufficiency'"):
+        get_metric("sufficency")
+    plain = [m.spec.name for m in default_metrics(CLASSIFICATION, has_reference=False)]
+    assert plain == REGISTRY.names()[:-1]
+    with_ref = [m.spec.name for m in default_metrics(PAIR_CLASSIFICATION, has_reference=True)]
+    assert with_ref == REGISTRY.names()
+    assert default_metrics(ALIGNMENT, has_reference=True) == []
+    with pytest.raises(UnknownNameError):
+        default_metrics("regression", has_reference=False)
+    with pytest.raises(InputError, match="did you mean 'k_max'"):
+        with_params(get_metric("aopc_morf"), kmax=3)
+    changed = with_params(get_metric("sufficiency"), bins=[0.1, 0.3])
+    assert changed.spec.param("bins") == (0.1, 0.3) and changed.spec.id == (
+        "sufficiency[bins=0.1,0.3;eraser=delete;rounding=ceil]@1"
+    )
+    assert get_metric("sufficiency").spec.param("bins") == (0.01, 0.05, 0.1, 0.2, 0.5)
+
+
+@pytest.mark.parametrize(
+    "name, params, match",
+    [
+        ("aopc_morf", {"k_max": 0}, "k_max"),
+        ("aopc_lerf", {"eraser": "blank"}, "eraser"),
+        ("comprehensiveness", {"rounding": "up"}, "rounding"),
+        ("sufficiency", {"bins": (0.0, 0.5)}, "bin"),
+        ("sufficiency", {"bins": ()}, "bins"),
+        ("flip_fraction", {"eraser": "zero"}, "eraser"),
+    ],
+)
+def test_bad_params_are_input_errors(name, params, match):
+    with pytest.raises(InputError, match=match):
+        value(name, [X], [X_SCORES], **params)
+
+
+@pytest.mark.parametrize("name", [n for n in REGISTRY.names() if n != "token_f1"])
+def test_empty_example_is_an_error_naming_it(name):
+    with pytest.raises(InputError, match="ex1"):
+        value(name, [X, []], [X_SCORES, []])
