@@ -1,0 +1,95 @@
+# ruff: noqa: N999  (the upper-case name marks the file as the one to copy)
+"""TEMPLATE — copy this file to start an explainer submission.
+
+A submission is one Python module that exposes one object named ``EXPLAINER``
+with a frozen ``spec`` (an ``ExplainerSpec``) and a batched ``explain`` method.
+Import only ``benchmark.core.api`` from faithbench (plus torch, numpy, captum or
+any library of your own). Load and check it with::
+
+    faithbench validate path/to/my_explainer.py
+
+which runs ``benchmark.core.validation.run_checks``: output shape, finite values,
+determinism (if declared), the same answer alone and in a batch, time per example.
+
+The method below is a small working example: the L1 norm over the embedding
+dimension of gradient ⊙ input, |∂ logit_target / ∂ e_t| · |e_t| summed over d.
+
+The contract of ``explain(model, batch, target, *, rng)``:
+
+- ``batch.ids`` (B, T) long, right-padded; ``batch.mask`` (B, T) bool, True = real
+  token. NLI rows also carry ``batch.segments``; alignment rows carry the
+  teacher-forced target prefix in ``batch.prefix`` / ``batch.prefix_mask`` — you
+  need not look at either: hand the whole ``batch`` to the model.
+- ``target`` (B,) long: the class (or next target word) to explain, an index into
+  the columns of ``model.logits(batch)`` (B, C).
+- Return a float tensor (B, T): higher = more important for ``target``. Values at
+  padded positions are ignored (zeroed). NaN / inf at a real token, a wrong shape
+  or a non-tensor is a PluginError naming your explainer and the example ids.
+- Work on the whole batch at once: no Python loop over examples. A row's scores
+  must not depend on the other rows or on the padding width.
+- ``rng`` (a torch.Generator) is the only randomness allowed. If you declare
+  ``deterministic=True``, the same seed must give the same scores.
+- Use only the model surface: ``logits``, ``embed``, ``logits_from_embeddings``,
+  ``attention``, ``pad_id``, ``mask_id``, ``baseline_id``. The model is already in
+  eval mode. Do not train it or leave gradients on its parameters: take
+  gradients wrt the embeddings with ``torch.autograd.grad``, never ``.backward()``.
+
+>>> import torch
+>>> from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
+>>> from benchmark.core.validation import run_checks
+>>> from benchmark.core.vocab import collate
+>>> _ = torch.manual_seed(0)
+>>> model = AttentionClassifier(ClassifierConfig(vocab_size=20, num_classes=2, embed_dim=8,
+...                                              hidden=8, attn_dim=8)).eval()
+>>> batch = collate([[3, 4, 5], [6, 7]], ["a", "b"])
+>>> EXPLAINER.explain(model, batch, torch.tensor([0, 1]), rng=torch.Generator()).shape
+torch.Size([2, 3])
+>>> all(r.passed for r in run_checks(EXPLAINER, model, batch, torch.tensor([0, 1])))
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from benchmark.core.api import EMBEDDINGS, GRADIENTS, Batch, ExplainableModel, ExplainerSpec, Target
+
+
+@dataclass(frozen=True)  # frozen: a variant with other params is a new object, never a mutation
+class MyExplainer:
+    spec: ExplainerSpec = field(default_factory=lambda: ExplainerSpec(
+        # lower_snake, stable: it is the leaderboard column and part of every cache key
+        name="my_explainer",
+        # bump whenever the scores this code returns change (a fix, a new default)
+        version="1",
+        # capabilities the model must offer: GRADIENTS, EMBEDDINGS, ATTENTION (from api);
+        # a task whose model lacks one skips this explainer instead of failing
+        requires=frozenset({GRADIENTS, EMBEDDINGS}),
+        # every setting that changes the scores, as (key, value) pairs; they appear in the
+        # canonical id ``name[key=value;...]@version``. Leave out pure speed knobs (chunk sizes).
+        params=(("reduction", "l1"),),
+        # True if the same seed gives the same scores; the validator then checks it
+        deterministic=True,
+        # the paper(s) the method comes from; shown on the leaderboard
+        citation="Shrikumar, Greenside, Shcherbina & Kundaje 2016, Not just a black box",
+        # one line for the leaderboard
+        description="L1 norm over the embedding dimension of gradient ⊙ input.",
+    ))
+
+    def explain(self, model: ExplainableModel, batch: Batch, target: Target, *,
+                rng: torch.Generator) -> torch.Tensor:
+        """(B, T) scores, higher = more important for ``target``."""
+        with torch.enable_grad():  # the caller may run under torch.no_grad()
+            embeds = model.embed(batch).detach().requires_grad_(True)  # (B, T, D)
+            logits = model.logits_from_embeddings(embeds, batch)  # (B, C)
+            # rows do not interact, so one backward pass of the summed target logits
+            # gives every row its own gradient
+            picked = logits.gather(1, target.view(-1, 1)).sum()
+            (grads,) = torch.autograd.grad(picked, embeds)  # (B, T, D); parameters untouched
+        scores = (grads * embeds.detach()).abs().sum(dim=-1)  # (B, T)
+        return scores.masked_fill(~batch.mask, 0.0)
+
+
+EXPLAINER = MyExplainer()  # the one object the loader looks for

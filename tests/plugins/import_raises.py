@@ -1,0 +1,3 @@
+"""Broken plugin: importing it raises."""
+
+raise RuntimeError("this plugin cannot be imported")

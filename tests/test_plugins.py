@@ -1,0 +1,186 @@
+"""Loading explainer plugins by file path, module name and entry point, and what
+broken plugins (tests/plugins/) turn into: a PluginError naming the plugin, the
+stage and — for failures at explain time — the example ids; ``run_checks``
+reports them as failed checks without raising."""
+
+from __future__ import annotations
+
+from importlib.metadata import EntryPoint
+from pathlib import Path
+
+import pytest
+import torch
+
+import submissions
+from benchmark.core import plugins
+from benchmark.core.api import ExplainerSpec
+from benchmark.core.errors import PluginError
+from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
+from benchmark.core.plugins import ENTRY_POINT_GROUP, load_explainer
+from benchmark.core.validation import explain_checked, run_checks
+from benchmark.core.vocab import collate
+
+HERE = Path(__file__).resolve().parent
+BROKEN = HERE / "plugins"
+SUBMISSIONS = Path(submissions.__file__).resolve().parent
+IDS = ("ex-a", "ex-b", "ex-c")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return AttentionClassifier(ClassifierConfig(vocab_size=50, num_classes=2, embed_dim=16,
+                                                hidden=16, attn_dim=16)).eval()
+
+
+@pytest.fixture
+def batch():
+    return collate([[5, 6, 7, 8], [9, 10], [11, 12, 13]], IDS), torch.tensor([0, 1, 0])
+
+
+def broken(name: str) -> str:
+    return str(BROKEN / f"{name}.py")
+
+
+# ---------------------------------------------------------------- loading
+
+@pytest.mark.parametrize("name", submissions.REFERENCE)
+def test_load_by_file_path(name, model, batch):
+    explainer = load_explainer(str(SUBMISSIONS / f"{name}.py"))
+    assert isinstance(explainer.spec, ExplainerSpec) and explainer.spec.name == name
+    by_module = load_explainer(submissions.reference_module(name))
+    b, target = batch
+    torch.testing.assert_close(explainer.explain(model, b, target, rng=torch.Generator()),
+                               by_module.explain(model, b, target, rng=torch.Generator()))
+
+
+@pytest.mark.parametrize("name", submissions.REFERENCE)
+def test_load_by_module_name(name):
+    explainer = load_explainer(f"submissions.{name}")
+    assert explainer.spec.name == name
+    assert explainer is load_explainer(f"submissions.{name}")  # a module is imported once
+
+
+def fake_entry_points(*eps: EntryPoint):
+    """Stands in for importlib.metadata.entry_points, as an installed package would."""
+
+    def entry_points(*, group: str | None = None):
+        return [ep for ep in eps if group is None or ep.group == group]
+
+    return entry_points
+
+
+@pytest.mark.parametrize("value", ["submissions.occlusion", "submissions.occlusion:EXPLAINER"])
+def test_load_by_entry_point(monkeypatch, value):
+    monkeypatch.setattr(plugins, "entry_points", fake_entry_points(
+        EntryPoint(name="my_occlusion", value=value, group=ENTRY_POINT_GROUP),
+        EntryPoint(name="my_occlusion", value="submissions.gradient", group="other.group"),
+    ))
+    explainer = load_explainer("my_occlusion")
+    assert explainer.spec.name == "occlusion"
+
+
+def test_entry_point_that_fails_to_import(monkeypatch):
+    value = "faithbench_no_such_package.explainer"
+    monkeypatch.setattr(plugins, "entry_points", fake_entry_points(
+        EntryPoint(name="ghost", value=value, group=ENTRY_POINT_GROUP)))
+    with pytest.raises(PluginError) as info:
+        load_explainer("ghost")
+    assert info.value.plugin == "ghost" and info.value.stage == "load"
+    assert "'ghost'" in str(info.value) and "load" in str(info.value)
+
+
+# ---------------------------------------------------------------- broken at load time
+
+@pytest.mark.parametrize("name, says", [
+    ("no_explainer", "defines no EXPLAINER"),
+    ("import_raises", "RuntimeError: this plugin cannot be imported"),
+    ("bad_spec", "no `spec` of type"),
+])
+def test_broken_at_load(name, says):
+    with pytest.raises(PluginError) as info:
+        load_explainer(broken(name))
+    err = info.value
+    assert err.stage == "load" and err.plugin == broken(name) and err.exit_code == 1
+    assert says in str(err) and broken(name) in str(err) and "failed at load" in str(err)
+
+
+def test_missing_file_and_unknown_module():
+    with pytest.raises(PluginError, match="no such file"):
+        load_explainer(broken("does_not_exist"))
+    with pytest.raises(PluginError, match="not a .py file, entry point"):
+        load_explainer("faithbench_no_such_module")
+
+
+# ---------------------------------------------------------------- broken at explain time
+
+EXPLAIN_FAILURES = [
+    # plugin file, spec name, what the message says, example ids it names
+    ("raises_in_explain", "broken_raises", "raised ValueError: boom", IDS),
+    ("returns_nan", "broken_nan", "NaN or infinite", ("ex-b",)),
+    ("wrong_shape", "broken_shape", "returned shape (3, 5), expected (B, T) = (3, 4)", IDS),
+    ("returns_list", "broken_list", "returned list, expected a torch.Tensor", IDS),
+]
+
+
+@pytest.mark.parametrize("file, name, says, ids", EXPLAIN_FAILURES)
+def test_broken_at_explain(file, name, says, ids, model, batch):
+    explainer = load_explainer(broken(file))  # loads fine: the failure shows when it runs
+    b, target = batch
+    with pytest.raises(PluginError) as info:
+        explain_checked(explainer, model, b, target, seed=0)
+    err = info.value
+    assert (err.plugin, err.stage, err.example_ids) == (name, "explain", ids)
+    message = str(err)
+    assert f"explainer {name!r} failed at explain" in message and says in message
+    assert f"[examples {', '.join(ids)}]" in message
+    if file == "returns_nan":
+        assert "ex-a" not in message and "ex-c" not in message  # only the bad row is named
+
+
+def test_slow_plugin_over_its_time_budget(model, batch):
+    explainer = load_explainer(broken("slow"))
+    b, target = batch
+    explain_checked(explainer, model, b, target, seed=0, time_budget_s=10.0)  # within budget
+    with pytest.raises(PluginError) as info:
+        explain_checked(explainer, model, b, target, seed=0, time_budget_s=0.001)
+    err = info.value
+    assert (err.plugin, err.stage, err.example_ids) == ("broken_slow", "explain", IDS)
+    assert "over the budget of 0.001s" in str(err) and "[examples ex-a, ex-b, ex-c]" in str(err)
+
+
+# ---------------------------------------------------------------- run_checks never raises
+
+ALL_BUT_SPEC = {"shape_and_finite", "determinism", "alone_vs_batch", "time_per_example"}
+
+
+@pytest.mark.parametrize("file, failing", [
+    ("raises_in_explain", ALL_BUT_SPEC),
+    ("returns_nan", ALL_BUT_SPEC),
+    ("wrong_shape", ALL_BUT_SPEC),
+    ("returns_list", ALL_BUT_SPEC),
+    ("slow", {"time_per_example"}),  # right answers, too slowly
+])
+def test_run_checks_reports_broken_plugins(file, failing, model, batch):
+    b, target = batch
+    results = run_checks(load_explainer(broken(file)), model, b, target, time_budget_s=0.005)
+    assert [r.check for r in results] == ["spec", "shape_and_finite", "determinism",
+                                          "alone_vs_batch", "time_per_example"]
+    assert {r.check for r in results if not r.passed} == failing
+    first = next(r for r in results if not r.passed)
+    assert first.detail  # a reason, not an empty string
+
+
+def test_run_checks_on_an_object_without_spec(model, batch):
+    b, target = batch
+    results = run_checks(object(), model, b, target)
+    assert [(r.check, r.passed) for r in results] == [("spec", False)]
+    assert "no `spec`" in results[0].detail
