@@ -9,7 +9,10 @@ and time per example.
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -40,25 +43,56 @@ def check_scores(name: str, scores, batch: Batch, stage: str = "explain") -> tor
     return scores.masked_fill(~batch.mask.cpu(), 0.0)
 
 
+class _OverBudget(BaseException):
+    """Raised inside a plugin call by the alarm; BaseException so plugins cannot swallow it
+    with ``except Exception``."""
+
+
+@contextmanager
+def _deadline(seconds: float | None):
+    """Interrupt the block after ``seconds`` (main thread on Unix); elsewhere a no-op,
+    and the elapsed time is checked after the call instead."""
+    usable = (seconds is not None and hasattr(signal, "setitimer")
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield
+        return
+
+    def alarm(signum, frame):
+        raise _OverBudget()
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def explain_checked(explainer: Explainer, model: ExplainableModel, batch: Batch, target, *,
                     seed: int, time_budget_s: float | None = None) -> torch.Tensor:
-    """Call the plugin, turning any exception or bad output into a PluginError."""
+    """Call the plugin, turning any exception, overrun or bad output into a PluginError.
+
+    ``time_budget_s`` is per example; a call on B examples is stopped after B times it.
+    """
     name = explainer.spec.name
     rng = torch.Generator().manual_seed(seed)
+    limit = None if time_budget_s is None else time_budget_s * len(batch)
+    over = PluginError(name, "explain", f"exceeded its time budget of {time_budget_s}s per example "
+                       f"({limit}s for a batch of {len(batch)})", batch.example_ids)
     start = time.perf_counter()
     try:
-        scores = explainer.explain(model, batch, target, rng=rng)
+        with _deadline(limit):
+            scores = explainer.explain(model, batch, target, rng=rng)
+    except _OverBudget:
+        raise over from None
     except PluginError:
         raise
     except Exception as exc:  # a plugin may raise anything; report it, do not crash the run
         raise PluginError(name, "explain", f"raised {type(exc).__name__}: {exc}", batch.example_ids) from exc
-    elapsed = time.perf_counter() - start
-    if time_budget_s is not None and elapsed > time_budget_s * len(batch):
-        raise PluginError(
-            name, "explain",
-            f"took {elapsed / len(batch):.3f}s per example, over the budget of {time_budget_s}s",
-            batch.example_ids,
-        )
+    if limit is not None and time.perf_counter() - start > limit:
+        raise over
     return check_scores(name, scores, batch)
 
 

@@ -1,0 +1,23 @@
+"""What is registered: tasks, reference explainers and metrics, with canonical ids."""
+
+import metrics as metric_registry
+import submissions
+import tasks as task_registry
+from benchmark.runner import resolve_explainer
+
+
+def catalog() -> list[tuple[str, list, list[str]]]:
+    """(title, rows, headers) for each of tasks, explainers, metrics."""
+    task_rows = [(t.spec.name, t.spec.id, t.spec.kind, t.spec.dataset, t.spec.eval_split)
+                 for _, t in task_registry.REGISTRY.items()]
+    explainer_rows = []
+    for name in submissions.REFERENCE:
+        spec = resolve_explainer(name).spec
+        explainer_rows.append((spec.name, spec.id, ", ".join(sorted(spec.requires)) or "-"))
+    metric_rows = [(m.spec.name, m.spec.id, m.spec.family, m.spec.direction)
+                   for _, m in metric_registry.REGISTRY.items()]
+    return [
+        ("tasks", task_rows, ["name", "id", "kind", "dataset", "eval split"]),
+        ("explainers", explainer_rows, ["name", "id", "requires"]),
+        ("metrics", metric_rows, ["name", "id", "family", "better"]),
+    ]

@@ -1,0 +1,260 @@
+"""``faithbench``: a thin argparse layer; each verb calls one public function.
+
+Exit status: 0 ok; 1 an explainer plugin failed (the rest of the run completed);
+2 bad input (data file, explanations file, unknown name, bad option).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from dataclasses import replace
+
+from tabulate import tabulate
+
+from benchmark.core.errors import FaithbenchError
+from benchmark.plan import DEFAULT_OUT, RunConfig
+
+EPILOGS = {
+    "run": """examples:
+  faithbench run                                   # offline default: synthetic task, all explainers
+  faithbench run --tasks sentiment --data-dir ../shared/data
+  faithbench run --explainers gradient my_plugin.py --metrics comprehensiveness sufficiency
+  faithbench run --fresh                           # start over instead of resuming""",
+    "explain": """examples:
+  faithbench explain --task synthetic --explainer gradient --limit 5 --out grads.jsonl
+  faithbench explain --task sentiment --data-dir ../shared/data --explainer attention --out att.jsonl""",
+    "score": """examples:
+  faithbench score --task synthetic --explanations grads.jsonl
+  faithbench score --task sentiment --data-dir ../shared/data --explanations mine.jsonl \\
+      --metrics comprehensiveness --per-example per_example.jsonl""",
+    "predict": """examples:
+  echo '{"id": "x", "tokens": ["a", "great", "film"]}' > in.jsonl
+  faithbench predict --task synthetic --input in.jsonl""",
+    "validate": """examples:
+  faithbench validate submissions/TEMPLATE.py
+  faithbench validate my_package.my_explainer      # module with an EXPLAINER object
+  faithbench validate my_entry_point               # entry point in group faithbench.explainers""",
+    "submit": """examples:
+  faithbench submit my_explainer.py
+  faithbench submit my_explainer.py --tasks synthetic sentiment --data-dir ../shared/data""",
+    "leaderboard": """examples:
+  faithbench leaderboard
+  faithbench leaderboard --task sentiment --metric comprehensiveness --format markdown""",
+    "compare": """examples:
+  faithbench compare gradient attention
+  faithbench compare 3f2a9c integrated_gradients --task sentiment""",
+    "list": """examples:
+  faithbench list""",
+}
+
+
+def _common(p: argparse.ArgumentParser, *, out: bool = True) -> None:
+    p.add_argument("--data-dir", help="local JSON Lines copies of the hub datasets "
+                   "(also $FAITHBENCH_DATA); default: the hub")
+    p.add_argument("--variant", help="task data variant, e.g. sentiment training split: "
+                   "phrases (default) or sentences")
+    p.add_argument("--seed", type=int, default=0, help="model seed (default 0)")
+    p.add_argument("--split", help="split to explain/score (default: the task's eval split)")
+    p.add_argument("--limit", type=int, help="only the first N examples of the split")
+    p.add_argument("--batch-size", type=int, default=32, help="examples per explain/metric call")
+    p.add_argument("--chunk-size", type=int, default=512, help="rows per forward pass")
+    p.add_argument("--time-budget", type=float, default=5.0, help="seconds per example per explainer")
+    p.add_argument("--train-limit", type=int, help="train on the first N training rows only")
+    p.add_argument("--epochs", type=int, help="override the task's maximum epochs")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    if out:
+        p.add_argument("--out", default=DEFAULT_OUT, help=f"results folder (default {DEFAULT_OUT})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="faithbench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="verb", required=True)
+
+    def verb(name, help_):
+        return sub.add_parser(name, help=help_, epilog=EPILOGS[name],
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    p = verb("run", "train/load models, explain, score, write results and leaderboard entries")
+    p.add_argument("--tasks", nargs="+", default=["synthetic"])
+    p.add_argument("--explainers", nargs="+", default=[], help="default: the six reference explainers")
+    p.add_argument("--metrics", nargs="+", default=[], help="default: every metric for the task")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0])
+    p.add_argument("--fresh", action="store_true", help="delete earlier results and start over")
+    _common(p)
+
+    p = verb("explain", "write one explanation per example to a JSON Lines file")
+    p.add_argument("--task", required=True)
+    p.add_argument("--explainer", required=True)
+    _common(p, out=False)
+    p.add_argument("--out", required=True, help="output .jsonl")
+
+    p = verb("score", "score explanations computed anywhere with the task's model")
+    p.add_argument("--task", required=True)
+    p.add_argument("--explanations", required=True)
+    p.add_argument("--metrics", nargs="+", default=[])
+    p.add_argument("--per-example", help="write one object per (id, metric) with its value")
+    _common(p, out=False)
+
+    p = verb("predict", "class probabilities of the task's trained model for given tokens")
+    p.add_argument("--task", required=True)
+    p.add_argument("--input", required=True, help='.jsonl of {"id", "tokens"}')
+    _common(p, out=False)
+
+    p = verb("validate", "run the plugin checks on the synthetic task")
+    p.add_argument("submission", help="file path, module name or entry point")
+    _common(p, out=False)
+
+    p = verb("submit", "validate a plugin, run it on the tasks, add a leaderboard entry")
+    p.add_argument("submission")
+    p.add_argument("--tasks", nargs="+", default=["synthetic"])
+    p.add_argument("--notes", default="")
+    _common(p)
+
+    p = verb("leaderboard", "rank entries per task and metric, with CIs")
+    p.add_argument("--entries", default=f"{DEFAULT_OUT}/leaderboard")
+    p.add_argument("--task")
+    p.add_argument("--metric")
+    p.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
+
+    p = verb("compare", "paired difference of two entries on the same examples")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--entries", default=f"{DEFAULT_OUT}/leaderboard")
+    p.add_argument("--task")
+    p.add_argument("--metric")
+    p.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
+
+    verb("list", "tasks, explainers and metrics with their canonical ids")
+    return parser
+
+
+def _config(args) -> RunConfig:
+    g = lambda name, default=None: getattr(args, name, default)  # noqa: E731
+    return RunConfig(
+        tasks=tuple(g("tasks") or ()) or ("synthetic",),
+        explainers=tuple(g("explainers") or ()),
+        metrics=tuple(g("metrics") or ()),
+        data_dir=g("data_dir"),
+        out=g("out") or DEFAULT_OUT,
+        fresh=bool(g("fresh")),
+        seeds=tuple(g("seeds") or (g("seed", 0),)),
+        split=g("split"),
+        limit=g("limit"),
+        variant=g("variant"),
+        train_limit=g("train_limit"),
+        epochs=g("epochs"),
+        batch_size=g("batch_size", 32),
+        chunk_size=g("chunk_size", 512),
+        time_budget_s=g("time_budget", 5.0),
+        progress=not g("no_progress", False),
+        notes=g("notes", "") or "",
+    )
+
+
+def _print_checks(checks) -> bool:
+    print(tabulate([(c.check, "PASS" if c.passed else "FAIL", c.detail) for c in checks],
+                   headers=["check", "result", "detail"]))
+    return all(c.passed for c in checks)
+
+
+def _print_summary(summary) -> None:
+    from leaderboard.render import render_matrix
+    from leaderboard.entry import read_entries
+
+    for task, acc in summary.accuracy.items():
+        print(f"model {task}: accuracy " + ", ".join(f"{k} {v:.4f}" for k, v in acc.items()))
+    entries = [e for e in read_entries(summary.out / "leaderboard")
+               if e.header["entry_id"] in {p.name for p in summary.entries}]
+    for task in sorted({r.task for r in summary.results}):
+        print(f"\n{task}")
+        print(render_matrix(entries, task, "table", sort_by="comprehensiveness"))
+    print(f"\n{summary.computed} units computed, {summary.skipped} already done, "
+          f"{len(summary.failures)} failures; {summary.seconds:.1f}s; results in {summary.out}")
+    for f in summary.failures:
+        print(f"FAILED: {f.message}", file=sys.stderr)
+
+
+def dispatch(args) -> int:
+    config = _config(args)
+    if args.verb == "run":
+        from benchmark.runner import run
+
+        summary = run(config)
+        _print_summary(summary)
+        return summary.exit_code
+    if args.verb == "explain":
+        from benchmark.verbs import explain_to_file
+
+        n = explain_to_file(args.task, args.explainer, args.out, config)
+        print(f"wrote {n} explanations to {args.out}")
+        return 0
+    if args.verb == "score":
+        from benchmark.verbs import score_file
+
+        rows = score_file(args.task, args.explanations, config, args.per_example)
+        print(tabulate([(r["metric"], r["direction"], f"{r['mean']:.4f}",
+                         f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]", r["n"]) for r in rows],
+                       headers=["metric", "better", "mean", "95% CI", "n"]))
+        return 0
+    if args.verb == "predict":
+        from benchmark.verbs import predict
+
+        for row in predict(args.task, args.input, config):
+            print(json.dumps(row))
+        return 0
+    if args.verb == "validate":
+        from benchmark.verbs import validate_plugin
+
+        return 0 if _print_checks(validate_plugin(args.submission, config)) else 1
+    if args.verb == "submit":
+        from benchmark.verbs import submit
+
+        checks, summary = submit(args.submission, config)
+        if not _print_checks(checks) or summary is None:
+            print("validation failed: not submitted", file=sys.stderr)
+            return 1
+        _print_summary(summary)
+        return summary.exit_code
+    if args.verb == "leaderboard":
+        from leaderboard.entry import read_entries
+        from leaderboard.rank import rank
+        from leaderboard.render import render_leaderboard
+
+        print(render_leaderboard(rank(read_entries(args.entries), task=args.task,
+                                      metric=args.metric), args.format))
+        return 0
+    if args.verb == "compare":
+        from leaderboard.compare import compare
+        from leaderboard.entry import find_entry
+        from leaderboard.render import render_comparison
+
+        a, b = find_entry(args.entries, args.a), find_entry(args.entries, args.b)
+        print(render_comparison(compare(a, b, task=args.task, metric=args.metric), args.format))
+        return 0
+    if args.verb == "list":
+        from benchmark.catalog import catalog
+
+        for title, rows, headers in catalog():
+            print(f"{title}\n{tabulate(rows, headers=headers)}\n")
+        return 0
+    raise AssertionError(args.verb)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return dispatch(args)
+    except FaithbenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Explaining and scoring a list of examples: the two loops every verb shares.
+
+Both go batch by batch; every forward pass of a metric goes through one
+``Perturber`` (the engine), and base predictions are computed once per model and
+handed to every metric.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from benchmark.core.api import Explainer, MetricInput
+from benchmark.core.perturb import Perturber
+from benchmark.core.validation import explain_checked
+
+
+@dataclass
+class Explained:
+    """Per-example scores (one float per token) and the target they explain."""
+
+    scores: list[list[float]]
+    targets: list[int]
+    seconds: float
+
+
+@dataclass
+class Scored:
+    values: np.ndarray  # (E,) per-example metric values, in example order
+    flags: dict[str, np.ndarray] = field(default_factory=dict)
+    seconds: float = 0.0
+    rows_forwarded: int = 0
+
+
+@torch.no_grad()
+def base_probs(ready, examples: Sequence, perturber: Perturber, batch_size: int) -> torch.Tensor:
+    """(E, C) p(·|x) of every example, once per model."""
+    out = [perturber.probs(batch) for batch, _, _ in ready.batches(examples, batch_size)]
+    return torch.cat(out) if out else torch.empty(0, len(ready.spec.labels))
+
+
+def explain(explainer: Explainer, ready, examples: Sequence, targets: torch.Tensor, *,
+            batch_size: int, seed: int, time_budget_s: float | None, progress: bool) -> Explained:
+    """Run the plugin over ``examples``; raises PluginError on the first bad batch."""
+    scores, start = [], time.perf_counter()
+    bar = tqdm(total=len(examples), desc=f"explain {explainer.spec.name}", leave=False,
+               disable=not progress)
+    for i, (batch, _, _) in enumerate(ready.batches(examples, batch_size)):
+        t = targets[i * batch_size : i * batch_size + len(batch)]
+        s = explain_checked(explainer, ready.model, batch, t, seed=seed, time_budget_s=time_budget_s)
+        scores += [s[r, : int(n)].tolist() for r, n in enumerate(batch.lengths)]
+        bar.update(len(batch))
+    bar.close()
+    return Explained(scores, targets.tolist(), time.perf_counter() - start)
+
+
+def score(metric, ready, examples: Sequence, scores: Sequence[Sequence[float]],
+          targets: torch.Tensor, probs: torch.Tensor, perturber: Perturber, *,
+          batch_size: int, progress: bool) -> Scored:
+    """Per-example values of one metric; ``probs`` are the shared base predictions."""
+    values, flags = [], {}
+    start, rows0 = time.perf_counter(), perturber.rows_forwarded
+    bar = tqdm(total=len(examples), desc=f"score {metric.spec.name}", leave=False,
+               disable=not progress)
+    for i, (batch, _, reference) in enumerate(ready.batches(examples, batch_size)):
+        sl = slice(i * batch_size, i * batch_size + len(batch))
+        padded = torch.zeros(batch.ids.shape, dtype=torch.float32)
+        for r, row in enumerate(scores[sl]):
+            padded[r, : len(row)] = torch.tensor(row, dtype=torch.float32)
+        out = metric.compute(MetricInput(batch=batch, scores=padded, target=targets[sl],
+                                         base_probs=probs[sl], perturber=perturber,
+                                         reference=reference))
+        values.append(out.values.cpu().numpy())
+        for name, flag in out.flags.items():
+            flags.setdefault(name, []).append(flag.cpu().numpy())
+        bar.update(len(batch))
+    bar.close()
+    return Scored(
+        values=np.concatenate(values) if values else np.empty(0),
+        flags={k: np.concatenate(v) for k, v in flags.items()},
+        seconds=time.perf_counter() - start,
+        rows_forwarded=perturber.rows_forwarded - rows0,
+    )

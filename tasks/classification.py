@@ -1,0 +1,163 @@
+"""What every classification task shares: examples, vocabulary, a cached trained
+model, and batches. A task module supplies only its spec and how to read its data.
+
+Trained models are cached under ``cache_dir()/models`` keyed by a hash of the data
+fingerprint, model config, training config and seed; a second run loads the file.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from benchmark.core.api import Batch, TaskSpec
+from benchmark.core.cache import atomic_write, cache_dir, content_hash
+from benchmark.core.errors import InputError
+from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
+from benchmark.core.models.training import TrainConfig, accuracy, train
+from benchmark.core.vocab import Vocabulary, collate
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Example:
+    """One input as the model sees it; ``reference`` marks rationale tokens, if known."""
+
+    id: str
+    tokens: tuple[str, ...]
+    label: int
+    reference: tuple[bool, ...] | None = None
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    """Run-time choices that change data or model (and so the cache key)."""
+
+    data_dir: str | None = None
+    seed: int = 0
+    train_limit: int | None = None  # a small slice, for tests
+    variant: str | None = None  # task-specific, e.g. the SST-2 training split
+    epochs: int | None = None
+
+
+@dataclass
+class ReadyTask:
+    """A task with data loaded and its model trained (or loaded from the cache)."""
+
+    spec: TaskSpec
+    splits: dict[str, list[Example]]
+    vocab: Vocabulary
+    model: AttentionClassifier
+    accuracy: dict[str, float]
+    checkpoint: str
+    data_fingerprint: str
+    config: dict
+    history: list = field(default_factory=list)
+    loaded_from_cache: bool = False
+
+    def examples(self, split: str | None = None, limit: int | None = None) -> list[Example]:
+        split = split or self.spec.eval_split
+        if split not in self.splits:
+            raise InputError(f"task {self.spec.name!r} has no split {split!r} "
+                             f"(has: {', '.join(self.splits)})")
+        rows = self.splits[split]
+        return rows[:limit] if limit else rows
+
+    def encode(self, tokens: Sequence[str]) -> list[int]:
+        return self.vocab.encode(tokens)
+
+    def batches(self, examples: Sequence[Example], batch_size: int
+                ) -> Iterator[tuple[Batch, torch.Tensor, torch.Tensor | None]]:
+        """(batch, labels (B,), reference (B, T) bool or None) in example order."""
+        for start in range(0, len(examples), batch_size):
+            chunk = examples[start : start + batch_size]
+            yield self.collate(chunk)
+
+    def collate(self, chunk: Sequence[Example]):
+        batch = collate([self.encode(e.tokens) for e in chunk], [e.id for e in chunk],
+                        pad_id=self.vocab.pad_id)
+        labels = torch.tensor([e.label for e in chunk], dtype=torch.long)
+        reference = None
+        if all(e.reference is not None for e in chunk):
+            reference = torch.zeros_like(batch.mask)
+            for i, e in enumerate(chunk):
+                reference[i, : len(e.reference)] = torch.tensor(e.reference, dtype=torch.bool)
+        return batch, labels, reference
+
+
+@dataclass(frozen=True)
+class ClassificationTask:
+    """A spec, a reader of its splits, and the model/training configuration."""
+
+    spec: TaskSpec
+    read: Callable[[TaskOptions], dict[str, list[Example]]]
+    model_config: dict = field(default_factory=dict)
+    train_config: TrainConfig = TrainConfig()
+    train_split: str = "train"
+    val_split: str = "validation"
+    min_freq: int = 1
+
+    def prepare(self, options: TaskOptions = TaskOptions(), *, progress: bool = True) -> ReadyTask:
+        splits = self.read(options)
+        if options.train_limit:
+            splits[self.train_split] = splits[self.train_split][: options.train_limit]
+        fingerprint = data_fingerprint(splits)
+        vocab = Vocabulary.build((e.tokens for e in splits[self.train_split]), self.min_freq)
+        mconf = ClassifierConfig(vocab_size=len(vocab), num_classes=len(self.spec.labels),
+                                 **self.model_config)
+        tconf = self.train_config
+        if options.epochs:
+            tconf = TrainConfig(**{**tconf.as_dict(), "epochs": options.epochs})
+        config = {"task": self.spec.id, "variant": options.variant, "model": mconf.as_dict(),
+                  "train": tconf.as_dict(), "seed": options.seed, "min_freq": self.min_freq}
+        key = content_hash({"data": fingerprint, **config})
+        path = checkpoint_path(self.spec.name, key)
+        model = AttentionClassifier(mconf)
+        ready = ReadyTask(self.spec, splits, vocab, model, {}, key, fingerprint, config)
+        if path.exists():
+            saved = torch.load(path, map_location="cpu", weights_only=True)
+            model.load_state_dict(saved["state_dict"])
+            ready.accuracy, ready.history, ready.loaded_from_cache = saved["accuracy"], saved["history"], True
+            model.eval()
+            return ready
+        val = [(b, y) for b, y, _ in ready.batches(splits[self.val_split], 256)]
+
+        def epoch_batches(epoch: int):
+            rows = list(splits[self.train_split])
+            random.Random(options.seed * 1000 + epoch).shuffle(rows)
+            # bucket by length inside windows so batches pad little, yet stay shuffled
+            window = tconf.batch_size * 50
+            rows = [r for s in range(0, len(rows), window)
+                    for r in sorted(rows[s : s + window], key=lambda e: len(e.tokens))]
+            out = [(b, y) for b, y, _ in ready.batches(rows, tconf.batch_size)]
+            random.Random(options.seed * 1000 + epoch + 1).shuffle(out)
+            return out
+
+        _, ready.history = train(model, epoch_batches, val, tconf, seed=options.seed,
+                                 desc=f"train {self.spec.name}", progress=progress)
+        ready.accuracy = {
+            split: accuracy(model, [(b, y) for b, y, _ in ready.batches(rows, 256)])
+            for split, rows in splits.items()
+            if split != self.train_split and all(e.label >= 0 for e in rows)
+        }
+        log.info("trained %s: %s", self.spec.name, ready.accuracy)
+        blob = {"state_dict": model.state_dict(), "accuracy": ready.accuracy,
+                "history": ready.history, "config": config, "vocab": vocab.itos}
+        atomic_write(path, lambda tmp: torch.save(blob, tmp))
+        return ready
+
+
+def data_fingerprint(splits: dict[str, list[Example]]) -> str:
+    """Hash of every split's ids, tokens and labels: same data, same fingerprint."""
+    return content_hash({name: [(e.id, e.tokens, e.label) for e in rows]
+                         for name, rows in sorted(splits.items())})
+
+
+def checkpoint_path(name: str, key: str) -> Path:
+    return cache_dir() / "models" / f"{name}-{key}.pt"
