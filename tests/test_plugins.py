@@ -154,7 +154,7 @@ def test_slow_plugin_over_its_time_budget(model, batch):
         explain_checked(explainer, model, b, target, seed=0, time_budget_s=0.001)
     err = info.value
     assert (err.plugin, err.stage, err.example_ids) == ("broken_slow", "explain", IDS)
-    assert "over the budget of 0.001s" in str(err) and "[examples ex-a, ex-b, ex-c]" in str(err)
+    assert "time budget of 0.001s per example" in str(err) and "[examples ex-a, ex-b, ex-c]" in str(err)
 
 
 # ---------------------------------------------------------------- run_checks never raises

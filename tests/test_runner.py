@@ -44,7 +44,7 @@ def test_run_synthetic_all_units(tmp_path, synthetic_ready):
     # a model that learned the task relies on the planted words: occlusion finds them
     f1 = {r.explainer.split("@")[0].split("[")[0]: r.estimate["mean"]
           for r in records if r.metric.startswith("token_f1")}
-    assert f1["occlusion"] > 0.9 and f1["random"] < 0.5
+    assert f1["occlusion"] > 0.75 and f1["integrated_gradients"] > 0.75 and f1["random"] < 0.35
     assert len(summary.entries) == 6
     # a second run computes nothing and returns the same results
     again = run(RunConfig(out=str(tmp_path), **FAST))
