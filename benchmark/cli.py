@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from tabulate import tabulate
 
-from benchmark.core.errors import FaithbenchError
+from benchmark.core.errors import FaithbenchError, InputError
 from benchmark.plan import DEFAULT_OUT, RunConfig
 
 EPILOGS = {
@@ -173,6 +173,10 @@ def _print_summary(summary) -> None:
     for task in sorted({r.task for r in summary.results}):
         print(f"\n{task}")
         print(render_matrix(entries, task, "table", sort_by="comprehensiveness"))
+    flags = [(r.task, r.explainer, r.metric.split("[")[0].split("@")[0], name, count,
+              r.estimate["n"]) for r in summary.results for name, count in sorted(r.extra.items())]
+    if flags:
+        print("\n" + tabulate(flags, headers=["task", "explainer", "metric", "flag", "count", "n"]))
     print(f"\n{summary.computed} units computed, {summary.skipped} already done, "
           f"{len(summary.failures)} failures; {summary.seconds:.1f}s; results in {summary.out}")
     for f in summary.failures:
@@ -225,8 +229,11 @@ def dispatch(args) -> int:
         from leaderboard.rank import rank
         from leaderboard.render import render_leaderboard
 
-        print(render_leaderboard(rank(read_entries(args.entries), task=args.task,
-                                      metric=args.metric), args.format))
+        entries = read_entries(args.entries)
+        if not entries:
+            raise InputError(f"no leaderboard entries under {args.entries}; "
+                             "`faithbench run` or `faithbench submit` writes them")
+        print(render_leaderboard(rank(entries, task=args.task, metric=args.metric), args.format))
         return 0
     if args.verb == "compare":
         from leaderboard.compare import compare

@@ -1,0 +1,48 @@
+"""Result records: historic files still load, CIs are reproducible from the stored
+per-example values, and crash-truncated lines are never read as results."""
+
+from pathlib import Path
+
+import pytest
+
+from benchmark.core.errors import DataFileError
+from benchmark.core.records import append_jsonl, read_jsonl, read_results
+from benchmark.core.stats import bootstrap
+
+FIXTURES = Path(__file__).parent / "fixtures" / "results"
+
+
+def test_schema_v1_results_load_and_reproduce_their_ci():
+    records = read_results(FIXTURES / "schema_v1_results.jsonl")
+    assert [r.metric.split("[")[0] for r in records] == ["aopc_morf", "aopc_lerf"]
+    for r in records:
+        values = [row["value"] for row in read_jsonl(FIXTURES / r.per_example_file)]
+        est = bootstrap(values, n_resamples=r.estimate["n_resamples"],
+                        seed=r.estimate["bootstrap_seed"])
+        assert est.as_dict() == r.estimate  # same values, same interval, to the last bit
+        assert r.provenance["data_fingerprint"] and r.provenance["checkpoint"]
+
+
+def test_truncated_last_line_is_ignored_then_repaired(tmp_path):
+    path = tmp_path / "results.jsonl"
+    append_jsonl(path, {"a": 1})
+    with open(path, "a") as fh:
+        fh.write('{"a": 2, "half')  # what kill -9 mid-write leaves
+    assert read_jsonl(path) == [{"a": 1}]
+    append_jsonl(path, {"a": 3})
+    assert read_jsonl(path) == [{"a": 1}, {"a": 3}]
+    assert path.read_text().count("\n") == 2
+
+
+def test_corrupt_complete_line_names_file_and_line(tmp_path):
+    path = tmp_path / "results.jsonl"
+    path.write_text('{"a": 1}\nnot json\n')
+    with pytest.raises(DataFileError, match=r"results.jsonl, line 2"):
+        read_jsonl(path)
+
+
+def test_record_missing_field_is_named(tmp_path):
+    path = tmp_path / "results.jsonl"
+    path.write_text('{"record_type": "result", "schema_version": 1, "key": "k"}\n')
+    with pytest.raises(DataFileError, match="field 'task'"):
+        read_results(path)
