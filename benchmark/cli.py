@@ -42,7 +42,8 @@ EPILOGS = {
   faithbench submit my_explainer.py --tasks synthetic sentiment --data-dir ../shared/data""",
     "leaderboard": """examples:
   faithbench leaderboard
-  faithbench leaderboard --task sentiment --metric comprehensiveness --format markdown""",
+  faithbench leaderboard --task sentiment --metric comprehensiveness --format markdown
+  faithbench leaderboard --wide --format markdown  # explainers x metrics, per task""",
     "compare": """examples:
   faithbench compare gradient attention
   faithbench compare 3f2a9c integrated_gradients --task sentiment""",
@@ -120,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task")
     p.add_argument("--metric")
     p.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
+    p.add_argument("--wide", action="store_true",
+                   help="one table per task: explainers x metrics, each cell mean [CI]")
 
     p = verb("compare", "paired difference of two entries on the same examples")
     p.add_argument("a")
@@ -227,13 +230,20 @@ def dispatch(args) -> int:
     if args.verb == "leaderboard":
         from leaderboard.entry import read_entries
         from leaderboard.rank import rank
-        from leaderboard.render import render_leaderboard
+        from leaderboard.render import render_leaderboard, render_matrix
 
         entries = read_entries(args.entries)
         if not entries:
             raise InputError(f"no leaderboard entries under {args.entries}; "
                              "`faithbench run` or `faithbench submit` writes them")
-        print(render_leaderboard(rank(entries, task=args.task, metric=args.metric), args.format))
+        if args.wide:
+            names = [args.task] if args.task else sorted({t for e in entries for t in e.suite})
+            for task in names:
+                print(render_matrix(entries, task, args.format,
+                                    sort_by=args.metric or "comprehensiveness") + "\n")
+        else:
+            print(render_leaderboard(rank(entries, task=args.task, metric=args.metric),
+                                     args.format))
         return 0
     if args.verb == "compare":
         from leaderboard.compare import compare
