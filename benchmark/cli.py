@@ -47,6 +47,12 @@ EPILOGS = {
     "compare": """examples:
   faithbench compare gradient attention
   faithbench compare 3f2a9c integrated_gradients --task sentiment""",
+    "agreement": """examples:
+  faithbench agreement --task synthetic --limit 100
+  faithbench agreement --task sentiment --data-dir ../shared/data
+  faithbench agreement --task sentiment --data-dir ../shared/data \\
+      --explainers attention gradient occlusion --k-frac 0.1
+  (reuses the explanations a `faithbench run` with the same --out already wrote)""",
     "list": """examples:
   faithbench list""",
 }
@@ -132,6 +138,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metric")
     p.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
 
+    p = verb("agreement", "how alike explainers rank tokens: Kendall tau-b and top-k overlap")
+    p.add_argument("--task", required=True)
+    p.add_argument("--explainers", nargs="+", default=[], help="default: the six reference explainers")
+    p.add_argument("--k-frac", type=float, default=0.2,
+                   help="top-k overlap with k = ceil(K_FRAC * n) tokens (default 0.2)")
+    _common(p)
+
     verb("list", "tasks, explainers and metrics with their canonical ids")
     return parser
 
@@ -184,6 +197,33 @@ def _print_summary(summary) -> None:
           f"{len(summary.failures)} failures; {summary.seconds:.1f}s; results in {summary.out}")
     for f in summary.failures:
         print(f"FAILED: {f.message}", file=sys.stderr)
+
+
+def _print_agreement(rows: list[dict]) -> None:
+    """(a) explainer x explainer mean tau-b; (b) one line per pair with CIs."""
+    if not rows:
+        print("fewer than two explainers to compare: no pairs")
+        return
+
+    def num(v, fmt=".3f"):
+        return "n/a" if v is None else format(v, fmt)
+
+    def ci(r, mean, stem):
+        return f"{num(r[mean])} [{num(r[stem + '_ci_low'])}, {num(r[stem + '_ci_high'])}]"
+
+    names = list(dict.fromkeys([n for r in rows for n in (r["a"], r["b"])]))
+    tau = {frozenset((r["a"], r["b"])): r["tau_mean"] for r in rows}
+    print("mean Kendall tau-b (undefined examples left out)")
+    print(tabulate([[a] + ["1" if a == b else num(tau[frozenset((a, b))]) for b in names]
+                    for a in names], headers=[""] + names, disable_numparse=True))
+    k = rows[0]["k_frac"]
+    print()
+    print(tabulate([(f"{r['a']} / {r['b']}", r["n"], ci(r, "tau_mean", "tau"), num(r["tau_sd"]),
+                     ci(r, "share_p_le_0_05", "share_p_le_0_05"),
+                     ci(r, "topk_overlap_mean", "topk_overlap"), r["n_undefined"])
+                    for r in rows],
+                   headers=["pair", "n", "tau-b mean [95% CI]", "sd", "share p<=.05 [CI]",
+                            f"top-{k:.0%} overlap [CI]", "undefined"], disable_numparse=True))
 
 
 def dispatch(args) -> int:
@@ -253,6 +293,15 @@ def dispatch(args) -> int:
         a, b = find_entry(args.entries, args.a), find_entry(args.entries, args.b)
         print(render_comparison(compare(a, b, task=args.task, metric=args.metric), args.format))
         return 0
+    if args.verb == "agreement":
+        from benchmark.verbs import agreement
+
+        rows, path, failures = agreement(args.task, config, k_frac=args.k_frac)
+        _print_agreement(rows)
+        print(f"\nagreement record appended to {path}")
+        for f in failures:
+            print(f"FAILED: {f.message}", file=sys.stderr)
+        return 1 if failures else 0
     if args.verb == "list":
         from benchmark.catalog import catalog
 

@@ -36,7 +36,7 @@ from benchmark.core.records import (
 )
 from benchmark.core.stats import bootstrap
 from benchmark.plan import RunConfig, unit_key
-from benchmark.scoring import base_probs, explain, score
+from benchmark.scoring import base_probs, explain, score, with_reference
 from tasks.classification import TaskOptions
 
 log = logging.getLogger(__name__)
@@ -109,8 +109,9 @@ def _load_explainers(config: RunConfig):
 
 
 def _metrics_for(spec, names):
+    """Named metrics (``name`` or ``name[key=value;...]``), else every one for the task."""
     if names:
-        return [metric_registry.get_metric(n) for n in names]
+        return [metric_registry.resolve(n) for n in names]
     return metric_registry.default_metrics(spec.kind, spec.has_reference)
 
 
@@ -118,6 +119,12 @@ def _run_model(config, ready, seed, explainers, metrics, done, summary) -> None:
     out = Path(config.out)
     split = config.split or ready.spec.eval_split
     examples = ready.examples(split, config.limit)
+    if not with_reference(examples):  # e.g. the hub copy of a task whose rationales are local
+        skipped = [m.spec.name for m in metrics if m.spec.needs_reference]
+        if skipped:
+            log.warning("%s: no example has a reference rationale; skipping %s",
+                        ready.spec.id, ", ".join(skipped))
+        metrics = [m for m in metrics if not m.spec.needs_reference]
     perturber = Perturber(ready.model, chunk_size=config.chunk_size)
     probs = None  # computed lazily, once per model, shared by every explainer and metric
     for explainer in explainers:
@@ -132,7 +139,7 @@ def _run_model(config, ready, seed, explainers, metrics, done, summary) -> None:
             probs = base_probs(ready, examples, perturber, config.batch_size)
         targets = probs.argmax(dim=-1)
         try:
-            explained = _explanations(config, ready, seed, explainer, examples, targets, split)
+            explained = explanations_for(config, ready, seed, explainer, examples, targets, split)
         except PluginError as exc:
             log.error("%s", exc)
             failure = FailureRecord(task=ready.spec.id, explainer=explainer.spec.id, stage=exc.stage,
@@ -148,15 +155,17 @@ def _run_model(config, ready, seed, explainers, metrics, done, summary) -> None:
             record = _record(config, ready, seed, explainer, metric, split, key, examples,
                              scored, explained)
             write_jsonl_atomic(out / record.per_example_file,
-                               [{"id": e.id, "value": float(v)} for e, v in zip(examples, scored.values)])
+                               [{"id": i, "value": float(v)} for i, v in zip(scored.ids, scored.values)])
             append_jsonl(out / "results.jsonl", record.as_dict())
             done[key] = record
             summary.results.append(record)
             summary.computed += 1
 
 
-def _explanations(config, ready, seed, explainer, examples, targets, split) -> dict:
-    """Cached per (model, explainer, split, limit): a resumed run does not explain again."""
+def explanations_for(config, ready, seed, explainer, examples, targets, split) -> dict:
+    """``{"scores", "seconds"}`` of one explainer on ``examples``, cached per (model,
+    explainer, split, limit): a resumed run, or another verb on the same ``--out``,
+    does not explain again."""
     key = unit_key(ready.checkpoint, explainer.spec.id, "explanations", split, config.limit)
     path = Path(config.out) / "explanations" / f"{ready.spec.name}-{explainer.spec.name}-{key}.jsonl"
     rows = read_jsonl(path)

@@ -31,6 +31,7 @@ class Explained:
 
 @dataclass
 class Scored:
+    ids: list[str]  # the examples scored, in order (a subset for plausibility metrics)
     values: np.ndarray  # (E,) per-example metric values, in example order
     flags: dict[str, np.ndarray] = field(default_factory=dict)
     seconds: float = 0.0
@@ -59,10 +60,24 @@ def explain(explainer: Explainer, ready, examples: Sequence, targets: torch.Tens
     return Explained(scores, targets.tolist(), time.perf_counter() - start)
 
 
+def with_reference(examples: Sequence) -> list[int]:
+    """Positions of the examples that have a non-empty reference rationale."""
+    return [i for i, e in enumerate(examples) if e.reference is not None and any(e.reference)]
+
+
 def score(metric, ready, examples: Sequence, scores: Sequence[Sequence[float]],
           targets: torch.Tensor, probs: torch.Tensor, perturber: Perturber, *,
           batch_size: int, progress: bool) -> Scored:
-    """Per-example values of one metric; ``probs`` are the shared base predictions."""
+    """Per-example values of one metric; ``probs`` are the shared base predictions.
+
+    A plausibility metric sees only the examples that have a reference rationale.
+    """
+    if metric.spec.needs_reference:
+        keep = with_reference(examples)
+        examples = [examples[i] for i in keep]
+        scores = [scores[i] for i in keep]
+        index = torch.tensor(keep, dtype=torch.long)
+        targets, probs = targets.index_select(0, index), probs.index_select(0, index)
     values, flags = [], {}
     start, rows0 = time.perf_counter(), perturber.rows_forwarded
     bar = tqdm(total=len(examples), desc=f"score {metric.spec.name}", leave=False,
@@ -81,6 +96,7 @@ def score(metric, ready, examples: Sequence, scores: Sequence[Sequence[float]],
         bar.update(len(batch))
     bar.close()
     return Scored(
+        ids=[e.id for e in examples],
         values=np.concatenate(values) if values else np.empty(0),
         flags={k: np.concatenate(v) for k, v in flags.items()},
         seconds=time.perf_counter() - start,

@@ -1,25 +1,41 @@
-"""The verbs that work on one task and a file (explain, score, predict) and on one
-plugin (validate, submit). Each CLI verb calls one function here or in runner."""
+"""The verbs that work on one task and a file (explain, score, predict), on one task
+and several explainers (agreement), and on one plugin (validate, submit). Each CLI
+verb calls one function here or in runner."""
 
 from __future__ import annotations
 
+import logging
 import math
+import time
 from dataclasses import replace
 from pathlib import Path
 
 import torch
 
 import metrics as metric_registry
+import submissions
 import tasks as task_registry
+from benchmark.core import stats
+from benchmark.core.cache import content_hash
 from benchmark.core.errors import DataFileError, PluginError
 from benchmark.core.perturb import Perturber
-from benchmark.core.records import read_jsonl, write_jsonl_atomic
+from benchmark.core.provenance import environment
+from benchmark.core.records import (
+    AgreementRecord,
+    FailureRecord,
+    append_jsonl,
+    read_jsonl,
+    write_jsonl_atomic,
+)
 from benchmark.core.stats import bootstrap
 from benchmark.core.validation import CheckResult, run_checks
 from benchmark.plan import RunConfig
-from benchmark.runner import RunSummary, resolve_explainer, run, task_options
+from benchmark.runner import RunSummary, explanations_for, resolve_explainer, run, task_options
 from benchmark.scoring import base_probs, explain, score
+from metrics.agreement import agreement_matrix, check_k_frac
 from tasks.classification import Example
+
+log = logging.getLogger(__name__)
 
 
 def prepare_task(name: str, config: RunConfig):
@@ -92,14 +108,14 @@ def score_file(task: str, explanations: str, config: RunConfig, per_example_out:
         ready.spec.kind, has_reference=False)]
     summary, per_example = [], []
     for name in names:
-        metric = metric_registry.get_metric(name)
+        metric = metric_registry.resolve(name)
         scored = score(metric, ready, examples, [r["scores"] for r in rows], targets, probs,
                        perturber, batch_size=config.batch_size, progress=config.progress)
         est = bootstrap(scored.values)
         summary.append({"metric": metric.spec.id, "direction": metric.spec.direction,
                         **est.as_dict(), **{k: int(v.sum()) for k, v in scored.flags.items()}})
-        per_example += [{"id": e.id, "metric": metric.spec.id, "value": float(v)}
-                        for e, v in zip(examples, scored.values)]
+        per_example += [{"id": i, "metric": metric.spec.id, "value": float(v)}
+                        for i, v in zip(scored.ids, scored.values)]
     if per_example_out:
         write_jsonl_atomic(Path(per_example_out), per_example)
     return summary
@@ -120,6 +136,73 @@ def predict(task: str, input_file: str, config: RunConfig) -> list[dict]:
     probs = base_probs(ready, examples, perturber, config.batch_size)
     return [{"id": r["id"], "probs": [round(float(x), 6) for x in p],
              "label": ready.spec.labels[int(p.argmax())]} for r, p in zip(rows, probs)]
+
+
+def agreement(task: str, config: RunConfig, *, k_frac: float = 0.2
+              ) -> tuple[list[dict], Path, list[FailureRecord]]:
+    """How alike the explainers rank tokens on one task: one row per pair (Kendall τ-b,
+    top-k overlap), appended as one AgreementRecord to ``<out>/agreement.jsonl``.
+
+    Explanations come from the same cache ``faithbench run`` writes under ``--out``,
+    so an explainer already run there is not run again. An explainer that fails is
+    recorded in ``failures.jsonl`` and left out; the others are still compared.
+    Returns (pair rows, path of agreement.jsonl, failures).
+    """
+    check_k_frac(k_frac)
+    start = time.perf_counter()
+    out = Path(config.out)
+    seed = config.seeds[0]
+    ready = prepare_task(task, config)
+    split = config.split or ready.spec.eval_split  # as the runner keys its explanations
+    examples = ready.examples(split, config.limit)
+    perturber = Perturber(ready.model, chunk_size=config.chunk_size)
+    targets = base_probs(ready, examples, perturber, config.batch_size).argmax(dim=-1)
+    failures, loaded = [], []
+    for ref in dict.fromkeys(config.explainers or submissions.REFERENCE):  # unique, in order
+        try:
+            explainer = resolve_explainer(ref)
+            explained = explanations_for(config, ready, seed, explainer, examples, targets, split)
+        except PluginError as exc:
+            log.error("%s", exc)
+            failure = FailureRecord(task=ready.spec.id, explainer=ref, stage=exc.stage,
+                                    message=str(exc), example_ids=list(exc.example_ids),
+                                    model_seed=seed)
+            append_jsonl(out / "failures.jsonl", failure.as_dict())
+            failures.append(failure)
+            continue
+        if all(explainer.spec.id != e.spec.id for e, _ in loaded):
+            loaded.append((explainer, explained["scores"]))
+    names = [e.spec.name for e, _ in loaded]
+    # readable names in the matrix; the canonical id only where two share a name
+    labels = [e.spec.name if names.count(e.spec.name) == 1 else e.spec.id for e, _ in loaded]
+    rows = agreement_matrix({label: scores for label, (_, scores) in zip(labels, loaded)},
+                            k_frac=k_frac)
+    ids = [e.spec.id for e, _ in loaded]
+    record = AgreementRecord(
+        key=content_hash({"checkpoint": ready.checkpoint, "explainers": ids, "split": split,
+                          "limit": config.limit, "k_frac": k_frac, "kind": "agreement"}),
+        task=ready.spec.id,
+        model_seed=seed,
+        split=split,
+        explainers=ids,
+        rows=rows,
+        provenance={
+            **environment(),
+            "data_fingerprint": ready.data_fingerprint,
+            "checkpoint": ready.checkpoint,
+            "model_accuracy": ready.accuracy,
+            "config": {"run": {k: v for k, v in config.as_dict().items() if k != "progress"},
+                       "task": ready.config, "k_frac": k_frac},
+            "labels": dict(zip(labels, ids)),
+            "failed": [f.explainer for f in failures],
+            "seeds": {"model": seed, "explainer": seed, "bootstrap": stats.SEED},
+            "n_examples": len(examples),
+            "seconds": time.perf_counter() - start,
+        },
+    )
+    path = out / "agreement.jsonl"
+    append_jsonl(path, record.as_dict())
+    return rows, path, failures
 
 
 def validate_plugin(ref: str, config: RunConfig, n_examples: int = 8) -> list[CheckResult]:

@@ -90,7 +90,7 @@ def _compare_one(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
         seed=est.get("bootstrap_seed", SEED),
     )
     better, better_entry = NO_DIFFERENCE, None
-    if d.p_value < alpha and d.diff != 0:
+    if d.p_value < alpha and d.diff != 0 and rec["direction"] != "none":
         a_wins = (d.diff > 0) == (rec["direction"] == "higher")
         winner = a if a_wins else b
         better, better_entry = winner.explainer, winner.entry_id

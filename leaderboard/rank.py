@@ -20,8 +20,10 @@ from benchmark.core.stats import ALPHA, N_RESAMPLES, SEED, bootstrap
 from leaderboard.entry import Entry, seed_means
 from leaderboard.suite import require_same_suite, short_name
 
-FAMILIES = ("faithfulness", "plausibility")
-DIRECTIONS = ("higher", "lower")
+FAMILIES = ("faithfulness", "plausibility", "descriptive")
+# "none": a descriptive quantity (e.g. the premise share of the top-k); listed high to
+# low, but neither end is better
+DIRECTIONS = ("higher", "lower", "none")
 
 
 def matches(canonical: str, query: str | None) -> bool:
@@ -130,7 +132,7 @@ def _score(e: Entry, task: str, metric: str, recs: list[dict]) -> dict:
 
 
 def _order(scored: list[dict], task: str, metric: str, fam: str, direction: str) -> list[dict]:
-    sign = -1.0 if direction == "higher" else 1.0
+    sign = 1.0 if direction == "lower" else -1.0
     order = sorted(scored, key=lambda s: (sign * s["mean"], s["explainer"], s["entry_id"]))
     rows, prev, current = [], None, 0
     for position, s in enumerate(order, start=1):

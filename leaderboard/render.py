@@ -18,7 +18,7 @@ from leaderboard.rank import FAMILIES, matches, rank
 from leaderboard.suite import short_name
 
 FORMATS = ("table", "markdown", "csv")
-ARROWS = {"higher": "↑", "lower": "↓"}
+ARROWS = {"higher": "↑", "lower": "↓", "none": "·"}
 MISSING = "—"
 OVERLAP = "≈"
 

@@ -42,9 +42,10 @@ def check_results(results: list[dict]) -> list[ResultRecord]:
                 raise DataFileError(
                     where, None, f"provenance.{f}", "missing; the entry's suite is derived from it"
                 )
-        if rec.direction not in ("higher", "lower"):
+        if rec.direction not in ("higher", "lower", "none"):
             raise DataFileError(
-                where, None, "direction", f"must be 'higher' or 'lower', got {rec.direction!r}"
+                where, None, "direction",
+                f"must be 'higher', 'lower' or 'none', got {rec.direction!r}",
             )
         key = (rec.task, rec.model_seed, rec.metric)
         if key in seen:

@@ -16,8 +16,9 @@ from benchmark.core.errors import InputError, UnknownNameError
 from benchmark.core.registry import Registry
 from metrics.erasure import AOPC_LERF, AOPC_MORF
 from metrics.flip import FLIP_FRACTION, FLIP_RATE
-from metrics.plausibility import TOKEN_F1
+from metrics.plausibility import AUPRC, TOKEN_F1
 from metrics.rationale import COMPREHENSIVENESS, SUFFICIENCY
+from metrics.share import SEGMENT_SHARE
 
 TASK_KINDS = (CLASSIFICATION, PAIR_CLASSIFICATION, ALIGNMENT)
 
@@ -29,6 +30,8 @@ REGISTRY.add(SUFFICIENCY.spec.name, SUFFICIENCY)
 REGISTRY.add(FLIP_RATE.spec.name, FLIP_RATE)
 REGISTRY.add(FLIP_FRACTION.spec.name, FLIP_FRACTION)
 REGISTRY.add(TOKEN_F1.spec.name, TOKEN_F1)
+REGISTRY.add(AUPRC.spec.name, AUPRC)
+REGISTRY.add(SEGMENT_SHARE.spec.name, SEGMENT_SHARE)
 
 
 def get_metric(name: str) -> SimpleMetric:
@@ -67,3 +70,42 @@ def with_params(metric: SimpleMetric, **changes: Any) -> SimpleMetric:
         params[key] = tuple(value) if isinstance(value, list) else value
     spec = dataclasses.replace(metric.spec, params=tuple(params.items()))
     return dataclasses.replace(metric, spec=spec)
+
+
+def resolve(ref: str) -> SimpleMetric:
+    """A metric from a name or a name with parameters, as in canonical ids:
+    ``comprehensiveness``, ``comprehensiveness[segment=0;eraser=mask]`` (a trailing
+    ``@version`` must match the registered one).
+
+    >>> resolve("flip_rate[segment=1]").spec.id
+    'flip_rate[eraser=delete;segment=1]@1'
+    >>> resolve("sufficiency[bins=0.1,0.5]").spec.param("bins")
+    (0.1, 0.5)
+    """
+    name, _, version = ref.partition("@")
+    params: dict[str, Any] = {}
+    if "[" in name:
+        if not name.endswith("]"):
+            raise InputError(f"metric {ref!r}: expected name[key=value;...]")
+        name, inner = name[:-1].split("[", 1)
+        for item in filter(None, inner.split(";")):
+            key, eq, value = item.partition("=")
+            if not eq:
+                raise InputError(f"metric {ref!r}: parameter {item!r} is not key=value")
+            params[key.strip()] = _parse_value(value.strip())
+    metric = get_metric(name)
+    if version and version != metric.spec.version:
+        raise InputError(f"metric {ref!r}: version {version} requested, "
+                         f"{metric.spec.version} registered")
+    return with_params(metric, **params) if params else metric
+
+
+def _parse_value(text: str):
+    if "," in text:
+        return tuple(_parse_value(t) for t in text.split(","))
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return None if text == "None" else text

@@ -74,11 +74,11 @@ from benchmark.core.api import (
 from benchmark.core.errors import InputError
 from metrics.variants import (
     base_target_prob,
+    candidates,
     check_eraser,
     masked_mean,
     of_target,
     ranked_mask,
-    real_lengths,
     variant_probs,
 )
 
@@ -90,26 +90,26 @@ CITATION = (
 )
 
 
-def aopc_morf(inp: MetricInput, *, k_max: int, eraser: str) -> torch.Tensor:
+def aopc_morf(inp: MetricInput, *, k_max: int, eraser: str, segment: int | None) -> torch.Tensor:
     """(B,) mean drop of p_ŷ over k = 1..min(k_max, n) most important tokens removed."""
-    return _aopc(inp, k_max, eraser, least=False, name="aopc_morf")
+    return _aopc(inp, k_max, eraser, segment, least=False, name="aopc_morf")
 
 
-def aopc_lerf(inp: MetricInput, *, k_max: int, eraser: str) -> torch.Tensor:
+def aopc_lerf(inp: MetricInput, *, k_max: int, eraser: str, segment: int | None) -> torch.Tensor:
     """(B,) mean drop of p_ŷ over k = 1..min(k_max, n) least important tokens removed."""
-    return _aopc(inp, k_max, eraser, least=True, name="aopc_lerf")
+    return _aopc(inp, k_max, eraser, segment, least=True, name="aopc_lerf")
 
 
-def _aopc(inp: MetricInput, k_max: int, eraser: str, *, least: bool, name: str) -> torch.Tensor:
+def _aopc(inp: MetricInput, k_max: int, eraser: str, segment, *, least: bool, name: str):
     if isinstance(k_max, bool) or not isinstance(k_max, int) or k_max < 1:
         raise InputError(f"metric {name}: k_max must be an integer >= 1, got {k_max!r}")
     check_eraser(name, eraser)
     batch = inp.batch
-    n = real_lengths(name, batch)  # (B,)
+    eligible, n = candidates(name, inp, segment)  # (B, T), (B,)
     steps = min(k_max, int(n.max())) if len(batch) else 0
     k = torch.arange(1, steps + 1, device=n.device).expand(len(batch), steps)  # (B, V)
     valid = k <= n.unsqueeze(1)  # step k exists only while k <= n
-    keeps = batch.mask.unsqueeze(1) & ~ranked_mask(inp.scores, batch.mask, k, least=least)
+    keeps = batch.mask.unsqueeze(1) & ~ranked_mask(inp.scores, eligible, k, least=least)
     p = of_target(variant_probs(inp, keeps, valid, eraser), inp.target)  # (B, V)
     drops = base_target_prob(inp).unsqueeze(1) - p
     return masked_mean(drops, valid)
@@ -121,7 +121,7 @@ def _spec(name: str, direction: str) -> MetricSpec:
         version="1",
         direction=direction,
         kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}),
-        params=(("k_max", 10), ("eraser", "delete")),
+        params=(("k_max", 10), ("eraser", "delete"), ("segment", None)),
         citation=CITATION,
     )
 

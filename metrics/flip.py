@@ -55,9 +55,9 @@ again — never flipped, so flip_fraction = 1.0 with the flag set.
 >>> perturber = Perturber(Votes())
 >>> inp = MetricInput(batch, torch.tensor([[0.9, 0.5, 0.1, 0.0], [0.1, 0.2, 0.3, 0.9]]),
 ...                   torch.tensor([1, 0]), perturber.probs(batch), perturber)
->>> flip_rate(inp, eraser="delete")
+>>> flip_rate(inp, eraser="delete", segment=None)
 tensor([1., 0.], dtype=torch.float64)
->>> values, flags = flip_fraction(inp, eraser="delete")
+>>> values, flags = flip_fraction(inp, eraser="delete", segment=None)
 >>> values, flags["never_flipped"]
 (tensor([0.3333, 1.0000], dtype=torch.float64), tensor([False,  True]))
 """
@@ -73,35 +73,36 @@ from benchmark.core.api import (
     MetricSpec,
     SimpleMetric,
 )
-from metrics.variants import check_eraser, ranked_mask, real_lengths, variant_probs
+from metrics.variants import candidates, check_eraser, ranked_mask, variant_probs
 
 CITATION = "Serrano & Smith (2019). Is attention interpretable? ACL 2019."
 
 
-def flip_rate(inp: MetricInput, *, eraser: str) -> torch.Tensor:
+def flip_rate(inp: MetricInput, *, eraser: str, segment: int | None) -> torch.Tensor:
     """(B,) 1.0 where removing the single most important token changes the argmax."""
     check_eraser("flip_rate", eraser)
     batch = inp.batch
-    real_lengths("flip_rate", batch)
+    eligible, _ = candidates("flip_rate", inp, segment)
     k = torch.ones(len(batch), 1, dtype=torch.long, device=batch.mask.device)  # (B, 1)
-    keeps = batch.mask.unsqueeze(1) & ~ranked_mask(inp.scores, batch.mask, k)
+    keeps = batch.mask.unsqueeze(1) & ~ranked_mask(inp.scores, eligible, k)
     pred = variant_probs(inp, keeps, None, eraser).argmax(dim=2).squeeze(1)  # (B,)
     return (pred != inp.target.cpu()).double()
 
 
-def flip_fraction(inp: MetricInput, *, eraser: str) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def flip_fraction(inp: MetricInput, *, eraser: str, segment: int | None
+                  ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """(B,) k*/n for the first k at which the argmax changes; 1.0 and
     ``never_flipped`` where it never does, even with all n tokens removed."""
     check_eraser("flip_fraction", eraser)
     batch = inp.batch
-    n = real_lengths("flip_fraction", batch)  # (B,)
+    eligible, n = candidates("flip_fraction", inp, segment)  # (B, T), (B,)
     if len(batch) == 0:
         none = torch.zeros(0, dtype=torch.float64)
         return none, {"never_flipped": none.bool()}
     steps = int(n.max())
     k = torch.arange(1, steps + 1, device=n.device).expand(len(batch), steps)  # (B, V)
     valid = k <= n.unsqueeze(1)
-    keeps = batch.mask.unsqueeze(1) & ~ranked_mask(inp.scores, batch.mask, k)
+    keeps = batch.mask.unsqueeze(1) & ~ranked_mask(inp.scores, eligible, k)
     pred = variant_probs(inp, keeps, valid, eraser).argmax(dim=2)  # (B, V)
     flipped = (pred != inp.target.cpu().unsqueeze(1)) & valid.cpu()
     ever = flipped.any(dim=1)
@@ -118,7 +119,7 @@ def _spec(name: str, direction: str) -> MetricSpec:
         version="1",
         direction=direction,
         kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}),
-        params=(("eraser", "delete"),),
+        params=(("eraser", "delete"), ("segment", None)),
         citation=CITATION,
     )
 

@@ -55,10 +55,11 @@ gives 2/3, keeping 0 and 1 gives 3/4, so sufficiency = (−.0667 − .15) / 2 = 
 >>> perturber = Perturber(Votes())
 >>> inp = MetricInput(batch, torch.tensor([[0.9, 0.5, 0.1]]), torch.tensor([0]),
 ...                   perturber.probs(batch), perturber)
->>> comp = comprehensiveness(inp, bins=(0.3, 0.5), rounding="ceil", eraser="delete")
+>>> comp = comprehensiveness(inp, bins=(0.3, 0.5), rounding="ceil", eraser="delete",
+...                          segment=None)
 >>> round(comp.item(), 4)
 0.1833
->>> suff = sufficiency(inp, bins=(0.3, 0.5), rounding="ceil", eraser="delete")
+>>> suff = sufficiency(inp, bins=(0.3, 0.5), rounding="ceil", eraser="delete", segment=None)
 >>> round(suff.item(), 4)
 -0.1083
 >>> bin_sizes(torch.tensor([30, 100, 5]), (0.1, 0.07, 0.5), "ceil").tolist()
@@ -81,10 +82,10 @@ from benchmark.core.api import (
 from benchmark.core.errors import InputError
 from metrics.variants import (
     base_target_prob,
+    candidates,
     check_eraser,
     of_target,
     ranked_mask,
-    real_lengths,
     variant_probs,
 )
 
@@ -117,23 +118,30 @@ def bin_sizes(lengths: torch.Tensor, bins, rounding: str) -> torch.Tensor:
     return torch.minimum(k.clamp(min=1), n)
 
 
-def comprehensiveness(inp: MetricInput, *, bins, rounding: str, eraser: str) -> torch.Tensor:
+def comprehensiveness(inp: MetricInput, *, bins, rounding: str, eraser: str,
+                      segment: int | None) -> torch.Tensor:
     """(B,) mean over bins of p_ŷ(x) − p_ŷ(x without its top-k_b tokens)."""
-    return _drops(inp, bins, rounding, eraser, keep_rationale=False, name="comprehensiveness")
+    return _drops(inp, bins, rounding, eraser, segment, keep_rationale=False,
+                  name="comprehensiveness")
 
 
-def sufficiency(inp: MetricInput, *, bins, rounding: str, eraser: str) -> torch.Tensor:
+def sufficiency(inp: MetricInput, *, bins, rounding: str, eraser: str,
+                segment: int | None) -> torch.Tensor:
     """(B,) mean over bins of p_ŷ(x) − p_ŷ(only the top-k_b tokens of x)."""
-    return _drops(inp, bins, rounding, eraser, keep_rationale=True, name="sufficiency")
+    return _drops(inp, bins, rounding, eraser, segment, keep_rationale=True, name="sufficiency")
 
 
-def _drops(inp, bins, rounding, eraser, *, keep_rationale: bool, name: str) -> torch.Tensor:
+def _drops(inp, bins, rounding, eraser, segment, *, keep_rationale: bool, name: str):
     _check(name, bins, rounding)
     check_eraser(name, eraser)
     batch = inp.batch
-    k = bin_sizes(real_lengths(name, batch), bins, rounding).to(batch.mask.device)  # (B, V)
-    rationale = ranked_mask(inp.scores, batch.mask, k)  # (B, V, T)
-    keeps = rationale if keep_rationale else batch.mask.unsqueeze(1) & ~rationale
+    eligible, n = candidates(name, inp, segment)  # with a segment, the other sentence stays
+    k = bin_sizes(n, bins, rounding).to(batch.mask.device)  # (B, V)
+    rationale = ranked_mask(inp.scores, eligible, k)  # (B, V, T)
+    if keep_rationale:
+        keeps = rationale | (batch.mask & ~eligible).unsqueeze(1)
+    else:
+        keeps = batch.mask.unsqueeze(1) & ~rationale
     p = of_target(variant_probs(inp, keeps, None, eraser), inp.target)  # (B, V)
     return (base_target_prob(inp).unsqueeze(1) - p).mean(dim=1)
 
@@ -158,7 +166,8 @@ def _spec(name: str, direction: str) -> MetricSpec:
         version="1",
         direction=direction,
         kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}),
-        params=(("bins", (0.01, 0.05, 0.1, 0.2, 0.5)), ("rounding", "ceil"), ("eraser", "delete")),
+        params=(("bins", (0.01, 0.05, 0.1, 0.2, 0.5)), ("rounding", "ceil"), ("eraser", "delete"),
+                ("segment", None)),
         citation=CITATION,
     )
 

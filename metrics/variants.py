@@ -40,6 +40,22 @@ def real_lengths(metric: str, batch: Batch) -> torch.Tensor:
     return n
 
 
+def candidates(metric: str, inp: MetricInput, segment: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T) bool tokens a metric may rank and erase, and (B,) their number n.
+
+    ``segment=None``: every real token (both sentences of a pair). ``segment=s``:
+    only tokens with segment id s (0 = premise, 1 = hypothesis for NLI); the other
+    sentence is always kept whole.
+    """
+    batch = inp.batch
+    eligible = batch.mask
+    if segment is not None:
+        if batch.segments is None:
+            raise InputError(f"metric {metric}: segment={segment!r} needs a batch with segments")
+        eligible = batch.mask & (batch.segments == segment)
+    return eligible, real_lengths(metric, batch.replace(mask=eligible))
+
+
 def ranked_mask(scores: torch.Tensor, mask: torch.Tensor, k: torch.Tensor, *, least: bool = False):
     """(B, V, T) bool: for each (b, v), the k[b, v] most (or least) important real tokens.
 

@@ -1,11 +1,12 @@
 """Tasks: one module per task; the registry is filled by explicit ``add`` calls."""
 
 from benchmark.core.registry import Registry
-from tasks import sentiment, synthetic
+from tasks import nli, sentiment, synthetic
 
 REGISTRY = Registry("task")
 REGISTRY.add(synthetic.SPEC.name, synthetic.TASK)
 REGISTRY.add(sentiment.SPEC.name, sentiment.TASK)
+REGISTRY.add(nli.SPEC.name, nli.TASK)
 
 
 def get_task(name: str):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from benchmark.core.api import Batch, TaskSpec
+from benchmark.core.api import PAIR_CLASSIFICATION, Batch, TaskSpec
 from benchmark.core.cache import atomic_write, cache_dir, content_hash
 from benchmark.core.errors import InputError
 from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
@@ -27,12 +27,15 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Example:
-    """One input as the model sees it; ``reference`` marks rationale tokens, if known."""
+    """One input as the model sees it; ``reference`` marks rationale tokens, if known;
+    ``segments`` tells the sentences of a pair apart (0 premise, 1 hypothesis)."""
 
     id: str
     tokens: tuple[str, ...]
     label: int
     reference: tuple[bool, ...] | None = None
+    segments: tuple[int, ...] | None = None
+    extras: dict | None = field(default=None, compare=False)  # carried along, e.g. e-SNLI texts
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ class ReadyTask:
     spec: TaskSpec
     splits: dict[str, list[Example]]
     vocab: Vocabulary
-    model: AttentionClassifier
+    model: torch.nn.Module  # implements the model surface of benchmark.core.api
     accuracy: dict[str, float]
     checkpoint: str
     data_fingerprint: str
@@ -80,14 +83,16 @@ class ReadyTask:
             yield self.collate(chunk)
 
     def collate(self, chunk: Sequence[Example]):
+        segments = [e.segments for e in chunk] if self.spec.kind == PAIR_CLASSIFICATION else None
         batch = collate([self.encode(e.tokens) for e in chunk], [e.id for e in chunk],
-                        pad_id=self.vocab.pad_id)
+                        pad_id=self.vocab.pad_id, segments=segments)
         labels = torch.tensor([e.label for e in chunk], dtype=torch.long)
         reference = None
-        if all(e.reference is not None for e in chunk):
+        if any(e.reference is not None for e in chunk):  # rows without one stay all False
             reference = torch.zeros_like(batch.mask)
             for i, e in enumerate(chunk):
-                reference[i, : len(e.reference)] = torch.tensor(e.reference, dtype=torch.bool)
+                if e.reference is not None:
+                    reference[i, : len(e.reference)] = torch.tensor(e.reference, dtype=torch.bool)
         return batch, labels, reference
 
 
@@ -98,6 +103,8 @@ class ClassificationTask:
     spec: TaskSpec
     read: Callable[[TaskOptions], dict[str, list[Example]]]
     model_config: dict = field(default_factory=dict)
+    model_class: type = AttentionClassifier
+    config_class: type = ClassifierConfig
     train_config: TrainConfig = TrainConfig()
     train_split: str = "train"
     val_split: str = "validation"
@@ -109,8 +116,8 @@ class ClassificationTask:
             splits[self.train_split] = splits[self.train_split][: options.train_limit]
         fingerprint = data_fingerprint(splits)
         vocab = Vocabulary.build((e.tokens for e in splits[self.train_split]), self.min_freq)
-        mconf = ClassifierConfig(vocab_size=len(vocab), num_classes=len(self.spec.labels),
-                                 **self.model_config)
+        mconf = self.config_class(vocab_size=len(vocab), num_classes=len(self.spec.labels),
+                                  **self.model_config)
         tconf = self.train_config
         if options.epochs:
             tconf = TrainConfig(**{**tconf.as_dict(), "epochs": options.epochs})
@@ -118,7 +125,7 @@ class ClassificationTask:
                   "train": tconf.as_dict(), "seed": options.seed, "min_freq": self.min_freq}
         key = content_hash({"data": fingerprint, **config})
         path = checkpoint_path(self.spec.name, key)
-        model = AttentionClassifier(mconf)
+        model = self.model_class(mconf)
         ready = ReadyTask(self.spec, splits, vocab, model, {}, key, fingerprint, config)
         if path.exists():
             saved = torch.load(path, map_location="cpu", weights_only=True)
@@ -154,8 +161,11 @@ class ClassificationTask:
 
 
 def data_fingerprint(splits: dict[str, list[Example]]) -> str:
-    """Hash of every split's ids, tokens and labels: same data, same fingerprint."""
-    return content_hash({name: [(e.id, e.tokens, e.label) for e in rows]
+    """Hash of every split's ids, tokens, labels (and segments of pairs): same data,
+    same fingerprint. References are left out: they do not change the model."""
+    return content_hash({name: [(e.id, e.tokens, e.label)
+                                + ((e.segments,) if e.segments is not None else ())
+                                for e in rows]
                          for name, rows in sorted(splits.items())})
 
 

@@ -8,6 +8,12 @@ split (67k phrases) otherwise — and ``sentences`` on the 6,920 full training
 sentences (local copy only; the hub has no sentence-level train split).
 Scored split: validation (the hub's test labels are hidden). Tokens are the
 lower-cased, whitespace-split PTB tokens of the treebank.
+
+Human rationales: when the data directory also has ``sst_phrase_annotations/``, the
+validation and test examples get ``reference`` = the minimal phrases polar in the
+sentence label's direction (``tasks.rationales.sst_phrase_rationale``; all-False
+when there is none, and the runner skips those for plausibility). The hub copy has
+no phrase labels: its references stay None and plausibility metrics are skipped.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from benchmark.core.errors import InputError
 from benchmark.core.models.training import TrainConfig
 from tasks.classification import ClassificationTask, Example, TaskOptions
 from tasks.data import load_hub, load_local, resolve_data_dir
+from tasks.rationales import load_sst_rationales
 
 HUB_ID = "stanfordnlp/sst2"
 COLUMNS = {"idx": int, "sentence": str, "label": int}
@@ -31,7 +38,10 @@ SPEC = TaskSpec(
     labels=("negative", "positive"),
     citation="Socher et al. 2013, Recursive Deep Models for Semantic Compositionality "
     "Over a Sentiment Treebank, EMNLP",
+    has_reference=True,  # local copies with sst_phrase_annotations/ (validation, test)
 )
+ANNOTATIONS = "sst_phrase_annotations"
+ANNOTATED_SPLITS = ("validation", "test")
 
 
 def tokenize(sentence: str) -> tuple[str, ...]:
@@ -55,8 +65,14 @@ def read(options: TaskOptions) -> dict[str, list[Example]]:
             raw["train"] = load_local(data_dir / "sst2_phrases", ["train"], COLUMNS, {0, 1})["train"]
     splits = {}
     for split, rows in raw.items():
-        splits[split] = [Example(f"{split}-{r['idx']}", tokenize(r["sentence"]), r["label"])
-                         for r in rows if r["label"] >= 0 or split != "train"]
+        rows = [r for r in rows if r["label"] >= 0 or split != "train"]
+        tokens = [tokenize(r["sentence"]) for r in rows]
+        references = {}  # idx -> mask; validation/test of a local copy with phrase labels
+        if data_dir is not None and split in ANNOTATED_SPLITS and (data_dir / ANNOTATIONS).is_dir():
+            references = load_sst_rationales(
+                data_dir, split, {r["idx"]: t for r, t in zip(rows, tokens)})
+        splits[split] = [Example(f"{split}-{r['idx']}", t, r["label"], references.get(r["idx"]))
+                         for r, t in zip(rows, tokens)]
     return splits
 
 

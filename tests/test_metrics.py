@@ -463,15 +463,16 @@ class CountingPerturber(Perturber):
 
 @pytest.mark.parametrize("name", REGISTRY.names())
 def test_each_metric_calls_the_perturber_once(name):
-    inp = make_input(ROWS, SCORES, reference=REFS, chunk=2)
+    inp = make_input(ROWS, SCORES, reference=REFS, chunk=2, segments=SEGMENTS)
     counting = CountingPerturber(MODEL, chunk_size=2)
     inp = MetricInput(inp.batch, inp.scores, inp.target, inp.base_probs, counting, inp.reference)
     get_metric(name).compute(inp)
-    assert counting.calls == (0 if get_metric(name).spec.family == "plausibility" else 1)
+    assert counting.calls == (1 if get_metric(name).spec.family == "faithfulness" else 0)
 
 
 # ---- contract over every registered metric ---------------------------------------------------
 
+SEGMENTS = [[0] * (len(r) // 2) + [1] * (len(r) - len(r) // 2) for r in ROWS]
 ID_RE = re.compile(r"^[a-z][a-z0-9_]*(\[[^\]]*\])?@[0-9A-Za-z.]+$")
 
 
@@ -482,9 +483,10 @@ def test_registered_metric_contract(name):
     assert isinstance(metric, SimpleMetric) and isinstance(spec, MetricSpec)
     assert spec.name == name and re.fullmatch(r"[a-z][a-z0-9_]*", name)
     assert isinstance(spec.version, str) and spec.version
-    assert spec.direction in ("higher", "lower")
+    assert spec.direction in ("higher", "lower", "none")
+    assert (spec.direction == "none") == (spec.family == "descriptive")
     assert spec.kinds and spec.kinds <= {CLASSIFICATION, PAIR_CLASSIFICATION, ALIGNMENT}
-    assert spec.family in ("faithfulness", "plausibility")
+    assert spec.family in ("faithfulness", "plausibility", "descriptive")
     assert spec.needs_reference == (spec.family == "plausibility")
     assert spec.citation
     hash(spec)  # frozen and hashable, usable as a key
@@ -505,8 +507,7 @@ def test_registered_metric_contract(name):
         assert with_params(other, eraser=spec.param("eraser")).spec.id == spec.id
         assert metric.spec.param("eraser") == "delete"  # the original is untouched
     # compute on a padded pair-classification batch (with segments) and a reference
-    segments = [[0] * (len(r) // 2) + [1] * (len(r) - len(r) // 2) for r in ROWS]
-    out = metric.compute(make_input(ROWS, SCORES, reference=REFS, segments=segments))
+    out = metric.compute(make_input(ROWS, SCORES, reference=REFS, segments=SEGMENTS))
     assert isinstance(out, MetricOutput)
     assert out.values.shape == (len(ROWS),) and out.values.dtype == torch.float64
     assert torch.isfinite(out.values).all()
@@ -516,7 +517,7 @@ def test_registered_metric_contract(name):
 
 @pytest.mark.parametrize("name", REGISTRY.names())
 def test_empty_batch_gives_empty_values(name):
-    batch = make_batch([[2]]).select([])
+    batch = make_batch([[2]], segments=[[0]]).select([])
     inp = MetricInput(
         batch,
         torch.zeros(0, 1),
@@ -538,13 +539,17 @@ def test_registry_and_helpers():
         "flip_rate",
         "flip_fraction",
         "token_f1",
+        "auprc",
+        "segment_share",
     ]
     with pytest.raises(UnknownNameError, match="did you mean 'sufficiency'"):
         get_metric("sufficency")
     plain = [m.spec.name for m in default_metrics(CLASSIFICATION, has_reference=False)]
-    assert plain == REGISTRY.names()[:-1]
-    with_ref = [m.spec.name for m in default_metrics(PAIR_CLASSIFICATION, has_reference=True)]
-    assert with_ref == REGISTRY.names()
+    assert plain == REGISTRY.names()[:6]
+    with_ref = [m.spec.name for m in default_metrics(CLASSIFICATION, has_reference=True)]
+    assert with_ref == REGISTRY.names()[:8]
+    pairs = [m.spec.name for m in default_metrics(PAIR_CLASSIFICATION, has_reference=True)]
+    assert pairs == REGISTRY.names()
     assert default_metrics(ALIGNMENT, has_reference=True) == []
     with pytest.raises(UnknownNameError):
         default_metrics("regression", has_reference=False)
@@ -576,4 +581,4 @@ def test_bad_params_are_input_errors(name, params, match):
 @pytest.mark.parametrize("name", [n for n in REGISTRY.names() if n != "token_f1"])
 def test_empty_example_is_an_error_naming_it(name):
     with pytest.raises(InputError, match="ex1"):
-        value(name, [X, []], [X_SCORES, []])
+        value(name, [X, []], [X_SCORES, []], segments=[[0] * len(X), []])

@@ -37,9 +37,9 @@ def test_pipeline_on_a_slice(shared_data, tmp_path):
     summary = run(config)
     assert summary.exit_code == 0
     records = read_results(tmp_path / "results.jsonl")
-    assert len(records) == 6 * 6  # six explainers x six faithfulness metrics (no reference)
+    assert len(records) == 6 * 8  # six explainers x six faithfulness + two plausibility metrics
     for r in records:
-        assert r.task == "sentiment@1" and r.estimate["n"] == 16
+        assert r.task == "sentiment@1" and r.estimate["n"] == 16  # all 16 have a rationale
         acc = r.provenance["model_accuracy"]
         assert set(acc) == {"validation", "test"} and 0.0 < acc["validation"] <= 1.0
         assert r.provenance["config"]["task"]["variant"] == "sentences"

@@ -102,8 +102,12 @@ class ExplainableModel(Protocol):
 
 
 def canonical_id(name: str, params: tuple[tuple[str, Any], ...], version: str) -> str:
-    """``name[key=value;...]@version`` — the same string in records, caches, columns."""
-    inner = ";".join(f"{k}={_fmt(v)}" for k, v in sorted(params))
+    """``name[key=value;...]@version`` — the same string in records, caches, columns.
+
+    Parameters set to None (an option left off, e.g. no segment restriction) are
+    omitted, so adding an optional parameter does not change existing ids.
+    """
+    inner = ";".join(f"{k}={_fmt(v)}" for k, v in sorted(params) if v is not None)
     return f"{name}[{inner}]@{version}" if inner else f"{name}@{version}"
 
 

@@ -4,7 +4,8 @@ One result per (task, model seed, explainer, metric) with ``schema_version``, a
 content key, the estimate (mean, CI, n), provenance and timing; its per-example
 values live beside it in their own file, written (atomically) before the result
 line, so a result line always has its per-example file. Failures are their own
-record type in their own file, never mixed into results.
+record type in their own file, never mixed into results; so are agreement records
+(how alike explainers rank tokens), which are descriptive, not results.
 
 A unit is done if and only if its result line exists. Appends are flushed and
 fsync'd; a line cut short by ``kill -9`` has no trailing newline and is dropped
@@ -51,17 +52,7 @@ class ResultRecord:
 
     @classmethod
     def from_dict(cls, d: dict, *, where: str = "<record>") -> ResultRecord:
-        if d.get("record_type") != "result":
-            raise DataFileError(where, None, "record_type", f"expected 'result', got {d.get('record_type')!r}")
-        version = d.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise DataFileError(where, None, "schema_version", f"unsupported version {version!r}")
-        fields = cls.__dataclass_fields__
-        required = [k for k, f in fields.items() if f.default is MISSING and f.default_factory is MISSING]
-        for k in required:
-            if k not in d:
-                raise DataFileError(where, None, k, "missing from result record")
-        return cls(**{k: v for k, v in d.items() if k in fields})
+        return _from_dict(cls, "result", d, where)
 
 
 @dataclass(frozen=True)
@@ -78,6 +69,47 @@ class FailureRecord:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class AgreementRecord:
+    """Agreement between explainers on one (task, model seed, split): the pair rows of
+    ``metrics.agreement.agreement_matrix``, keyed by explainer name; ``explainers``
+    holds the canonical ids of those that took part (in matrix order)."""
+
+    key: str
+    task: str
+    model_seed: int
+    split: str
+    explainers: list
+    rows: list
+    provenance: dict
+    created_at: float = field(default_factory=time.time)
+    record_type: str = "agreement"
+    schema_version: int = SCHEMA_VERSION
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict, *, where: str = "<record>") -> AgreementRecord:
+        return _from_dict(cls, "agreement", d, where)
+
+
+def _from_dict(cls, record_type: str, d: dict, where: str):
+    """Check type, version and required fields; ignore fields this version does not know."""
+    if d.get("record_type") != record_type:
+        raise DataFileError(where, None, "record_type",
+                            f"expected {record_type!r}, got {d.get('record_type')!r}")
+    version = d.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise DataFileError(where, None, "schema_version", f"unsupported version {version!r}")
+    fields = cls.__dataclass_fields__
+    required = [k for k, f in fields.items() if f.default is MISSING and f.default_factory is MISSING]
+    for k in required:
+        if k not in d:
+            raise DataFileError(where, None, k, f"missing from {record_type} record")
+    return cls(**{k: v for k, v in d.items() if k in fields})
 
 
 def append_jsonl(path: Path, obj: dict) -> None:
@@ -132,3 +164,8 @@ def write_jsonl_atomic(path: Path, rows: list[dict]) -> None:
 def read_results(path: Path) -> list[ResultRecord]:
     return [ResultRecord.from_dict(d, where=f"{path}, line {i}")
             for i, d in enumerate(read_jsonl(path), start=1) if d.get("record_type") == "result"]
+
+
+def read_agreements(path: Path) -> list[AgreementRecord]:
+    return [AgreementRecord.from_dict(d, where=f"{path}, line {i}")
+            for i, d in enumerate(read_jsonl(path), start=1) if d.get("record_type") == "agreement"]

@@ -1,0 +1,106 @@
+"""Sentence-pair classifier for NLI: a shared embedding, BiLSTM encoders for the
+premise and the hypothesis, additive attention over the tokens of *both*
+sentences — each side attends over its own tokens conditioned on the other side's
+mean state — and an MLP over [c_p; c_h; |c_p − c_h|; c_p ⊙ c_h].
+
+Both sentences travel in one Batch row, premise then hypothesis, told apart by
+``segments`` (0 / 1), so an explainer scores every input token in one (B, T)
+tensor and attention competes with saliency on the same positions. The model
+splits the row by segment itself, so deleting tokens (which keeps order and
+segment ids) needs nothing special.
+"""
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+from benchmark.core.api import Batch
+from benchmark.core.models.blocks import AdditiveAttention, BiLSTMEncoder, nonempty
+
+
+@dataclass(frozen=True)
+class PairConfig:
+    vocab_size: int
+    num_classes: int
+    embed_dim: int = 128
+    hidden: int = 128
+    attn_dim: int = 128
+    mlp_dim: int = 128
+    dropout: float = 0.3
+    shared_encoder: bool = False  # one BiLSTM for both sentences (fewer parameters)
+    pad_id: int = 0
+    unk_id: int = 1
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def split_segment(embeds: torch.Tensor, batch: Batch, segment: int):
+    """Left-align the real tokens of one segment: (B, S, D) embeddings, (B, S) mask,
+    and (B, S) their positions in the row (to scatter weights back)."""
+    take = batch.mask & (batch.segments == segment)  # (B, T)
+    order = torch.sort((~take).to(torch.int8), dim=1, stable=True).indices
+    width = max(int(take.sum(dim=1).max()) if take.numel() else 0, 1)
+    positions = order[:, :width]  # (B, S)
+    mask = take.gather(1, positions)
+    picked = embeds.gather(1, positions.unsqueeze(-1).expand(-1, -1, embeds.shape[-1]))
+    return picked * mask.unsqueeze(-1), mask, positions
+
+
+def masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    mask = nonempty(mask)
+    w = mask.unsqueeze(-1).float()
+    return (states * w).sum(1) / w.sum(1)
+
+
+class PairAttentionClassifier(nn.Module):
+    def __init__(self, config: PairConfig):
+        super().__init__()
+        self.config = config
+        self.pad_id = config.pad_id
+        self.mask_id = config.unk_id
+        self.baseline_id = config.pad_id
+        self.embedding = nn.Embedding(config.vocab_size, config.embed_dim, padding_idx=config.pad_id)
+        self.premise_encoder = BiLSTMEncoder(config.embed_dim, config.hidden)
+        self.hypothesis_encoder = (self.premise_encoder if config.shared_encoder
+                                   else BiLSTMEncoder(config.embed_dim, config.hidden))
+        d = self.premise_encoder.output_dim
+        self.premise_attn = AdditiveAttention(d, config.attn_dim, query_dim=d)
+        self.hypothesis_attn = AdditiveAttention(d, config.attn_dim, query_dim=d)
+        self.dropout = nn.Dropout(config.dropout)
+        self.mlp = nn.Sequential(nn.Linear(4 * d, config.mlp_dim), nn.Tanh(),
+                                 nn.Dropout(config.dropout), nn.Linear(config.mlp_dim, config.num_classes))
+
+    def embed(self, batch: Batch) -> torch.Tensor:
+        return self.embedding(batch.ids)
+
+    def _forward(self, embeds: torch.Tensor, batch: Batch):
+        if batch.segments is None:
+            raise ValueError("the NLI model needs batch.segments (0 premise, 1 hypothesis)")
+        embeds = self.dropout(embeds)
+        p_emb, p_mask, p_pos = split_segment(embeds, batch, 0)
+        h_emb, h_mask, h_pos = split_segment(embeds, batch, 1)
+        p_states = self.premise_encoder(p_emb, p_mask)
+        h_states = self.hypothesis_encoder(h_emb, h_mask)
+        p_weights, p_ctx = self.premise_attn(p_states, p_mask, masked_mean(h_states, h_mask))
+        h_weights, h_ctx = self.hypothesis_attn(h_states, h_mask, masked_mean(p_states, p_mask))
+        features = torch.cat([p_ctx, h_ctx, (p_ctx - h_ctx).abs(), p_ctx * h_ctx], dim=-1)
+        logits = self.mlp(self.dropout(features))
+        # one weight per input token: each side's weights (summing to 1) at its positions, halved
+        weights = torch.zeros(batch.ids.shape, dtype=p_weights.dtype, device=embeds.device)
+        weights.scatter_add_(1, p_pos, p_weights * p_mask / 2)
+        weights.scatter_add_(1, h_pos, h_weights * h_mask / 2)
+        return logits, weights
+
+    def logits_from_embeddings(self, embeds: torch.Tensor, batch: Batch) -> torch.Tensor:
+        return self._forward(embeds, batch)[0]
+
+    def logits(self, batch: Batch) -> torch.Tensor:
+        return self.logits_from_embeddings(self.embed(batch), batch)
+
+    def attention(self, batch: Batch) -> torch.Tensor:
+        return self._forward(self.embed(batch), batch)[1] * batch.mask
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        return self.logits(batch)

@@ -1,0 +1,80 @@
+"""NLI on the shared SNLI copy: loading (label -1 dropped), premise/hypothesis
+segments, the pair model's surface, and the pipeline with per-segment metrics."""
+
+import json
+
+import pytest
+import torch
+
+from benchmark.core.models.pair_classifier import PairAttentionClassifier, PairConfig, split_segment
+from benchmark.core.records import read_results
+from benchmark.core.vocab import collate
+from benchmark.plan import RunConfig
+from benchmark.runner import run
+from tasks.classification import TaskOptions
+from tasks.nli import read, tokenize
+
+
+def test_tokenize():
+    assert tokenize("A man's hat, 2 dogs.") == ("a", "man", "'", "s", "hat", ",", "2", "dogs", ".")
+
+
+def test_snli_loads_and_drops_unlabelled(shared_data):
+    splits = read(TaskOptions(data_dir=str(shared_data)))
+    assert {k: len(v) for k, v in splits.items()} == {"train": 8160, "validation": 9842,
+                                                      "test": 9824}
+    first = json.loads((shared_data / "snli" / "validation.jsonl").read_text().splitlines()[0])
+    ex = splits["validation"][0]
+    p, h = tokenize(first["premise"]), tokenize(first["hypothesis"])
+    assert ex.tokens == p + h and ex.segments == (0,) * len(p) + (1,) * len(h)
+    assert ex.label == first["label"] and ex.id == "validation-0"
+
+
+def test_esnli_variant_carries_explanations(shared_data):
+    splits = read(TaskOptions(data_dir=str(shared_data), variant="esnli"))
+    assert len(splits["validation"]) == 9842 and len(splits["train"]) == 8160
+    ex = splits["validation"][0]
+    assert ex.extras["explanation_1"] == "the to go packages may not be from lunch ."
+    assert ex.id == json.loads((shared_data / "esnli" / "validation.jsonl")
+                               .read_text().splitlines()[0])["pairID"]
+
+
+def test_split_segment_left_aligns_each_sentence():
+    batch = collate([[5, 6, 7, 8, 9], [10, 11, 12]], ["a", "b"], segments=[[0, 0, 0, 1, 1], [0, 1, 1]])
+    embeds = batch.ids.float().unsqueeze(-1)
+    hyp, mask, pos = split_segment(embeds, batch, 1)
+    assert hyp.squeeze(-1).tolist() == [[8.0, 9.0], [11.0, 12.0]]
+    assert pos.tolist() == [[3, 4], [1, 2]] and mask.all()
+    prem, mask, _ = split_segment(embeds, batch, 0)
+    assert prem.squeeze(-1).tolist() == [[5.0, 6.0, 7.0], [10.0, 0.0, 0.0]]
+    assert mask.tolist() == [[True, True, True], [True, False, False]]
+
+
+def test_pair_model_attention_covers_both_sentences():
+    torch.manual_seed(0)
+    model = PairAttentionClassifier(PairConfig(vocab_size=20, num_classes=3, embed_dim=8,
+                                               hidden=8, attn_dim=8, mlp_dim=8)).eval()
+    batch = collate([[5, 6, 7, 8, 9], [10, 11, 12]], ["a", "b"], segments=[[0, 0, 0, 1, 1], [0, 1, 1]])
+    att = model.attention(batch)
+    seg = batch.segments
+    for s in (0, 1):  # each sentence's weights sum to 1/2
+        assert torch.allclose((att * (seg == s) * batch.mask).sum(1), torch.tensor([0.5, 0.5]))
+    alone = model.logits(batch.select([1]).replace(ids=batch.ids[1:, :3], mask=batch.mask[1:, :3],
+                                                   segments=seg[1:, :3]))
+    assert torch.allclose(alone, model.logits(batch)[1:], atol=1e-6)
+
+
+def test_pipeline_with_per_segment_metrics(shared_data, tmp_path):
+    config = RunConfig(tasks=("nli",), data_dir=str(shared_data), train_limit=800, epochs=1,
+                       limit=12, batch_size=6, progress=False, out=str(tmp_path),
+                       metrics=("comprehensiveness", "comprehensiveness[segment=0]",
+                                "comprehensiveness[segment=1]", "segment_share"))
+    summary = run(config)
+    assert summary.exit_code == 0
+    records = read_results(tmp_path / "results.jsonl")
+    assert len(records) == 6 * 4
+    ids = {r.metric for r in records}
+    assert "comprehensiveness[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil;segment=1]@1" in ids
+    share = {r.explainer.split("[")[0].split("@")[0]: r.estimate["mean"]
+             for r in records if r.metric.startswith("segment_share")}
+    assert all(0.0 <= v <= 1.0 for v in share.values()) and len(share) == 6

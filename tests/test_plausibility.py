@@ -1,0 +1,460 @@
+"""Plausibility against human rationales: the ``auprc`` metric on hand-worked rankings,
+and the rules that turn SST phrase labels and e-SNLI highlights into token masks.
+
+Expected values are worked out here by hand (or by a plain-Python AP written from
+the definition), never by the library; expected masks are written out literally
+after reading the spans / highlights by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchmark.core.api import ALIGNMENT, CLASSIFICATION, PAIR_CLASSIFICATION, MetricInput
+from benchmark.core.errors import DataFileError
+from metrics import REGISTRY, default_metrics, get_metric
+from metrics.plausibility import EmptyReferenceError
+from tasks.rationales import (
+    RationaleError,
+    esnli_highlights,
+    load_esnli_csv,
+    load_sst_rationales,
+    nli_tokenize,
+    sst_phrase_rationale,
+)
+from tests.analytic import make_batch
+
+ESNLI_SAMPLE = Path(__file__).parent / "fixtures" / "esnli" / "esnli_dev_sample.csv"
+F, T = False, True
+
+
+# ---- auprc -------------------------------------------------------------------------------
+
+
+def auprc_of(scores, reference, example_ids=None):
+    """Run the registered metric on right-padded rows. No perturber is given: a
+    plausibility metric must not make a forward pass."""
+    batch = make_batch([[5] * len(s) for s in scores], example_ids=example_ids)
+    width = batch.ids.shape[1]
+
+    def pad(row, value):
+        return list(row) + [value] * (width - len(row))
+
+    s = torch.tensor([pad(r, 99.0) for r in scores], dtype=torch.float32)  # padding scores high
+    ref = torch.tensor([pad(r, True) for r in reference])  # and is marked: both must be ignored
+    inp = MetricInput(
+        batch,
+        s,
+        torch.zeros(len(scores), dtype=torch.long),
+        torch.full((len(scores), 2), 0.5),
+        None,
+        ref,
+    )
+    return get_metric("auprc").compute(inp).values.tolist()
+
+
+def hand_ap(scores, reference):
+    """Σ_k (R_k − R_{k−1}) P_k over the ranking by (−score, position), in plain Python."""
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+    total = sum(reference)
+    ap, hits, recall_before = 0.0, 0, 0.0
+    for k, i in enumerate(order, start=1):
+        hits += reference[i]
+        recall = hits / total
+        ap += (recall - recall_before) * (hits / k)
+        recall_before = recall
+    return ap
+
+
+def test_auprc_hand_worked():
+    rows = [
+        ([0.9, 0.5, 0.1], [T, F, T]),  # relevant, irrelevant, relevant: (1/1 + 2/3) / 2
+        ([0.1, 0.5, 0.9], [T, F, F]),  # the one relevant token ranked last: 1/3
+        (
+            [0.2, 0.8, 0.6, 0.4],
+            [F, T, F, T],
+        ),  # order 1, 2, 3, 0: hits at ranks 1, 3 -> (1 + 2/3) / 2
+        ([3.0, -1.0, 2.0, 0.0, 1.0], [F, F, T, F, T]),  # order 0, 2, 4, 3, 1: (1/2 + 2/3) / 2
+    ]
+    got = auprc_of([r[0] for r in rows], [r[1] for r in rows])
+    assert got == pytest.approx([5 / 6, 1 / 3, 5 / 6, 7 / 12], abs=1e-12)
+    assert got == pytest.approx([hand_ap(s, r) for s, r in rows], abs=1e-12)
+
+
+def test_auprc_perfect_ranking_is_one():
+    rows = [
+        ([0.9, 0.1], [T, F]),
+        ([0.1, 0.7, 0.8, 0.2], [F, T, T, F]),
+        ([1.0, 2.0, 3.0], [T, T, T]),
+        ([5.0], [T]),
+    ]
+    assert auprc_of([r[0] for r in rows], [r[1] for r in rows]) == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_auprc_ties_broken_by_position():
+    rows = [
+        ([0.5, 0.5, 0.5], [F, T, T]),  # order 0, 1, 2: (1/2 + 2/3) / 2; pooled ties would give 2/3
+        ([0.5, 0.5, 0.5], [T, T, F]),  # order 0, 1, 2: 1
+        ([0.5, 0.9, 0.5, 0.1], [F, F, T, F]),  # order 1, 0, 2, 3: hit at rank 3 -> 1/3 (not 1/2)
+    ]
+    got = auprc_of([r[0] for r in rows], [r[1] for r in rows])
+    assert got == pytest.approx([7 / 12, 1.0, 1 / 3], abs=1e-12)
+
+
+def test_auprc_matches_the_definition_alone_and_in_a_batch():
+    rng = random.Random(0)
+    rows = []
+    for _ in range(40):
+        n = rng.randint(1, 12)
+        scores = [float(rng.randint(0, 4)) for _ in range(n)]  # many ties on purpose
+        reference = [rng.random() < 0.3 for _ in range(n)]
+        reference[rng.randrange(n)] = True
+        rows.append((scores, reference))
+    batched = auprc_of([r[0] for r in rows], [r[1] for r in rows])
+    alone = [auprc_of([s], [r])[0] for s, r in rows]
+    assert batched == pytest.approx([hand_ap(s, r) for s, r in rows], abs=1e-12)
+    assert batched == alone
+
+
+def test_auprc_needs_a_non_empty_reference():
+    with pytest.raises(
+        EmptyReferenceError, match="auprc: empty reference rationale for examples ex1"
+    ):
+        auprc_of([[0.1, 0.2], [0.3, 0.4]], [[T, F], [F, F]])
+    batch = make_batch([[5, 6]])
+    inp = MetricInput(
+        batch,
+        torch.zeros(1, 2),
+        torch.zeros(1, dtype=torch.long),
+        torch.full((1, 2), 0.5),
+        None,
+        None,
+    )
+    with pytest.raises(
+        ValueError, match="auprc needs a reference rationale; none given for examples ex0"
+    ):
+        get_metric("auprc").compute(inp)
+
+
+def test_auprc_is_registered_as_plausibility():
+    spec = get_metric("auprc").spec
+    assert (spec.id, spec.family, spec.direction, spec.needs_reference) == (
+        "auprc@1",
+        "plausibility",
+        "higher",
+        True,
+    )
+    assert spec.kinds == {CLASSIFICATION, PAIR_CLASSIFICATION} and "ERASER" in spec.citation
+    names = [name for name, _ in REGISTRY.items()]
+    assert names.index("auprc") == names.index("token_f1") + 1
+    assert "auprc" in [m.spec.name for m in default_metrics(PAIR_CLASSIFICATION, True)]
+    assert "auprc" not in [m.spec.name for m in default_metrics(CLASSIFICATION, False)]
+    assert "auprc" not in [m.spec.name for m in default_metrics(ALIGNMENT, True)]
+
+
+# ---- SST-2 phrase rationales -------------------------------------------------------------
+
+# "a not bad film 8_1/2": a 6-token sentence whose last leaf holds two tokens (4, 5)
+TREE = [
+    [0, 1, 2],
+    [1, 2, 2],
+    [2, 3, 0],
+    [1, 3, 3],
+    [3, 4, 2],
+    [1, 4, 3],
+    [0, 4, 3],
+    [4, 6, 4],
+    [0, 6, 3],
+]
+
+
+def test_sst_rule_on_a_hand_made_tree():
+    # positive: ≥3 below the root are "not bad" [1,3), "not bad film" [1,4), [0,4) and the
+    # two-token leaf [4,6); the minimal ones are [1,3) (its children are 2 and 0) and [4,6)
+    assert sst_phrase_rationale(6, 1, TREE) == (F, T, T, F, T, T)
+    # negative: only "bad" (0) is ≤1
+    assert sst_phrase_rationale(6, 0, TREE) == (F, F, T, F, F, F)
+    assert sst_phrase_rationale(6, 1, list(reversed(TREE))) == (F, T, T, F, T, T)
+    # very polar only at the root: never the whole sentence, so nothing
+    assert sst_phrase_rationale(2, 0, [[0, 1, 2], [1, 2, 2], [0, 2, 0]]) == (F, F)
+    assert sst_phrase_rationale(1, 1, [[0, 1, 4]]) == (F,)
+    # a neutral leaf inside a polar phrase stays out; ≥3 means 3 counts
+    assert sst_phrase_rationale(3, 1, [[0, 1, 3], [1, 2, 2], [2, 3, 2], [1, 3, 2], [0, 3, 3]]) == (
+        T,
+        F,
+        F,
+    )
+
+
+def test_sst_rule_rejects_bad_spans():
+    with pytest.raises(RationaleError, match="outside the sentence's 2 tokens"):
+        sst_phrase_rationale(2, 1, [[0, 3, 2]])
+    with pytest.raises(RationaleError, match="fine label 5"):
+        sst_phrase_rationale(2, 1, [[0, 1, 5]])
+    with pytest.raises(RationaleError, match="not \\[start, end, fine_label\\]"):
+        sst_phrase_rationale(2, 1, [[0, 1]])
+    with pytest.raises(RationaleError, match="label must be 0 or 1"):
+        sst_phrase_rationale(2, 2, [[0, 2, 2]])
+
+
+def sst_tokens(shared_data, split):
+    rows = [json.loads(line) for line in (shared_data / "sst2" / f"{split}.jsonl").open()]
+    return {r["idx"]: tuple(r["sentence"].lower().split()) for r in rows}
+
+
+# Read by hand from the spans of sst_phrase_annotations/validation.jsonl:
+# idx 0 (neg): ≤1 below the root: "of cliches" [3,5) and [0,5), which contains it.
+# idx 2 (neg): "holocaust" [8,9) (0) inside "nuclear holocaust" (1); "cheap" [11,12) (0)
+#              inside [11,14), [10,14), [9,14) (1); [1,15) contains both.
+# idx 4 (pos): "complex" [5,6) (3) inside [2,7), [2,9), [2,10); "profoundly" [12,13) (3)
+#              inside "profoundly deepen them" (4) and [10,15), [2,15), [1,15), [1,16).
+REAL = {
+    0: ["of", "cliches"],
+    2: ["holocaust", "cheap"],
+    4: ["complex", "profoundly"],
+}
+REAL_POSITIONS = {0: [3, 4], 2: [8, 11], 4: [5, 12]}
+
+
+def test_sst_rule_on_real_rows(shared_data):
+    path = shared_data / "sst_phrase_annotations" / "validation.jsonl"
+    rows = {r["idx"]: r for r in map(json.loads, path.open()) if r["idx"] in REAL}
+    loaded = load_sst_rationales(shared_data, "validation", sst_tokens(shared_data, "validation"))
+    for idx, words in REAL.items():
+        row = rows[idx]
+        mask = sst_phrase_rationale(len(row["tokens"]), row["label"], row["spans"])
+        assert [t for t, bit in zip(row["tokens"], mask) if bit] == words
+        assert [i for i, bit in enumerate(mask) if bit] == REAL_POSITIONS[idx]
+        assert loaded[idx] == mask
+
+
+def test_sst_rationale_counts(shared_data):
+    for split, rows, non_empty in (("validation", 872, 859), ("test", 1821, 1791)):
+        masks = load_sst_rationales(shared_data, split, sst_tokens(shared_data, split))
+        assert len(masks) == rows
+        assert sum(any(m) for m in masks.values()) == non_empty
+        assert sum(all(m) for m in masks.values()) == (0 if split == "validation" else 1)
+
+
+def test_sst_train_no_break_space_leaf(shared_data):
+    # train idx 2668: "... contempt and 8\xa01\/2 ." — one annotation token, two task tokens
+    masks = load_sst_rationales(shared_data, "train", sst_tokens(shared_data, "train"))
+    assert len(masks) == 6920
+    # negative: "better films" [4,6) (1; children 4 and 2) and "contempt" [7,8) (0)
+    assert [i for i, bit in enumerate(masks[2668]) if bit] == [4, 5, 7]
+    assert len(masks[2668]) == 12
+
+
+def test_sentiment_examples_carry_the_rationale(shared_data):
+    from tasks.classification import TaskOptions
+    from tasks.sentiment import SPEC, read
+
+    assert SPEC.has_reference and SPEC.version == "1"
+    splits = read(TaskOptions(data_dir=str(shared_data), variant="sentences"))
+    val = {e.id: e for e in splits["validation"]}
+    assert [
+        t for t, bit in zip(val["validation-2"].tokens, val["validation-2"].reference) if bit
+    ] == ["holocaust", "cheap"]
+    assert sum(any(e.reference) for e in splits["validation"]) == 859
+    assert all(len(e.reference) == len(e.tokens) for e in splits["test"])
+    assert all(e.reference is None for e in splits["train"])
+
+
+def write_annotations(folder: Path, rows) -> Path:
+    path = folder / "sst_phrase_annotations" / "validation.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_load_sst_rationales_spreads_a_split_token(tmp_path):
+    rows = [
+        {
+            "idx": 7,
+            "tokens": ["not", "bad", "8\xa01\\/2"],
+            "label": 1,
+            "spans": [[0, 1, 2], [1, 2, 1], [0, 2, 3], [2, 3, 3], [0, 3, 3]],
+        }
+    ]
+    write_annotations(tmp_path, rows)
+    got = load_sst_rationales(tmp_path, "validation", {7: ("not", "bad", "8", "1\\/2")})
+    assert got == {7: (T, T, T, T)}
+
+
+def test_load_sst_rationales_token_mismatch_names_file_and_line(tmp_path):
+    rows = [
+        {"idx": 0, "tokens": ["good"], "label": 1, "spans": [[0, 1, 3]]},
+        {
+            "idx": 1,
+            "tokens": ["a", "dull", "film"],
+            "label": 0,
+            "spans": [[0, 1, 2], [1, 2, 1], [2, 3, 2], [1, 3, 1], [0, 3, 1]],
+        },
+    ]
+    path = write_annotations(tmp_path, rows)
+    with pytest.raises(DataFileError) as err:
+        load_sst_rationales(tmp_path, "validation", {0: ("good",), 1: ("a", "dull", "movie")})
+    assert (err.value.path, err.value.line, err.value.field) == (str(path), 2, "tokens")
+    assert str(err.value).startswith(f"{path}, line 2: field 'tokens': idx 1:")
+    with pytest.raises(DataFileError, match="line 1: field 'idx': idx 0 is not an sst2 validation"):
+        load_sst_rationales(tmp_path, "validation", {1: ("a", "dull", "film")})
+
+
+def test_load_sst_rationales_bad_rows_name_line_and_field(tmp_path):
+    good = {"idx": 0, "tokens": ["good"], "label": 1, "spans": [[0, 1, 3]]}
+    path = write_annotations(tmp_path, [good, {"idx": 1, "tokens": ["x"], "label": 1}])
+    with pytest.raises(DataFileError, match=f"{path}, line 2: field 'spans': missing column"):
+        load_sst_rationales(tmp_path, "validation", {0: ("good",), 1: ("x",)})
+    write_annotations(tmp_path, [good, {**good, "idx": 1, "spans": [[0, 2, 3]]}])
+    with pytest.raises(DataFileError, match="line 2: field 'spans': idx 1: span \\[0, 2, 3\\]"):
+        load_sst_rationales(tmp_path, "validation", {0: ("good",), 1: ("good",)})
+    write_annotations(tmp_path, [good, good])
+    with pytest.raises(DataFileError, match="line 2: field 'idx': duplicate idx 0"):
+        load_sst_rationales(tmp_path, "validation", {0: ("good",)})
+
+
+# ---- e-SNLI highlights -------------------------------------------------------------------
+
+# Masks read by hand from the fixture (premise, hypothesis), over nli_tokenize tokens.
+ESNLI_MASKS = {
+    # hypothesis "... just *eating* *lunch.*": eating, lunch and its "." (tokens 12-14)
+    "4705552913.jpg#2r1n": ((F,) * 10, (F,) * 12 + (T, T, T)),
+    # "Two *women* are embracing while *holding* to go *packages.*" / "Two *woman* are
+    # *holding* *packages.*"
+    "4705552913.jpg#2r1e": ((F, T, F, F, F, T, F, F, T, T), (F, T, F, T, T, T)),
+    # "a *blue* shirt" (token 4 of 20) / "a *black* shirt"
+    "24467676.jpg#1r1c": ((F,) * 4 + (T,) + (F,) * 15, (F, F, F, F, F, T, F)),
+    # "*garage-like*" -> garage, -, like (tokens 11-13) / "*repainting* a *garage*"
+    "24467676.jpg#1r1n": ((F,) * 11 + (T, T, T) + (F,) * 6, (F, F, F, T, F, T)),
+    # "a *crowd*" (token 12 of 27) / "A *single* *man*"
+    "3261712960.jpg#0r1c": ((F,) * 12 + (T,) + (F,) * 14, (F, T, T, F, F, F, F, F)),
+}
+
+
+def highlights(row):
+    p, h = nli_tokenize(row["Sentence1"]), nli_tokenize(row["Sentence2"])
+    return esnli_highlights(row, len(p), len(h), p, h)
+
+
+def test_nli_tokenize():
+    assert nli_tokenize("Asian-themed area, a crowd can't") == (
+        "asian",
+        "-",
+        "themed",
+        "area",
+        ",",
+        "a",
+        "crowd",
+        "can",
+        "'",
+        "t",
+    )
+
+
+def test_load_esnli_csv_fixture():
+    rows = load_esnli_csv(ESNLI_SAMPLE)
+    assert [r["pairID"] for r in rows] == list(ESNLI_MASKS)
+    assert rows[4]["Sentence1"].startswith("At an outdoor event in an Asian-themed area, a crowd")
+    assert (
+        rows[1]["Sentence2_Highlighted_1"] == "1,3,4" and rows[0]["Sentence1_Highlighted_1"] == "{}"
+    )
+
+
+def test_esnli_marked_columns():
+    for row in load_esnli_csv(ESNLI_SAMPLE):
+        no_indices = {k: v for k, v in row.items() if "_Highlighted_" not in k}
+        assert highlights(no_indices) == ESNLI_MASKS[row["pairID"]], row["pairID"]
+        assert highlights(row) == ESNLI_MASKS[row["pairID"]], row["pairID"]
+
+
+def test_esnli_index_columns():
+    for row in load_esnli_csv(ESNLI_SAMPLE):
+        no_marks = {k: v for k, v in row.items() if "_marked_" not in k}
+        assert highlights(no_marks) == ESNLI_MASKS[row["pairID"]], row["pairID"]
+
+
+def test_esnli_marked_wins_union_spans_and_none():
+    row = load_esnli_csv(ESNLI_SAMPLE)[2]  # "... a *blue* shirt ..." / "... a *black* shirt"
+    premise, hypothesis = ESNLI_MASKS[row["pairID"]]
+    # the authors say to trust the marked columns: an index column that disagrees is ignored
+    assert highlights({**row, "Sentence2_Highlighted_1": "0"}) == (premise, hypothesis)
+    # union with a second annotator who marked "A *man*" in the hypothesis
+    two = {**row, "Sentence2_marked_2": "A *man* is wearing a black shirt"}
+    assert highlights(two) == (premise, (F, T, F, F, F, T, F))
+    # a starred span covers every word inside it
+    span = {**row, "Sentence2_marked_1": "A man is *wearing a black* shirt"}
+    assert highlights(span)[1] == (F, F, F, T, T, T, F)
+    bare = {k: v for k, v in row.items() if "_marked_" not in k and "_Highlighted_" not in k}
+    assert highlights(bare) is None
+    # cut to the first n tokens, for a task that truncates
+    p, h = nli_tokenize(row["Sentence1"]), nli_tokenize(row["Sentence2"])
+    assert esnli_highlights(row, 5, 6, p, h) == ((F, F, F, F, T), (F, F, F, F, F, T))
+
+
+def test_esnli_token_mismatch_names_pair_and_column():
+    row = load_esnli_csv(ESNLI_SAMPLE)[3]
+    p, h = nli_tokenize(row["Sentence1"]), nli_tokenize("A man is repainting a shed")
+    with pytest.raises(
+        RationaleError, match="pair '24467676.jpg#1r1n': column 'Sentence2_marked_1'"
+    ):
+        esnli_highlights(row, len(p), len(h), p, h)
+    bad = {k: v for k, v in row.items() if "_marked_" not in k} | {"Sentence2_Highlighted_1": "9"}
+    h = nli_tokenize(row["Sentence2"])
+    with pytest.raises(
+        RationaleError, match="'Sentence2_Highlighted_1' indexes word 9 of a 6-word"
+    ):
+        esnli_highlights(bad, len(p), len(h), p, h)
+
+
+def write_csv(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "esnli_dev.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+HEADER = (
+    "pairID,gold_label,Sentence1,Sentence2,Explanation_1,Sentence1_marked_1,"
+    "Sentence2_marked_1,Sentence1_Highlighted_1,Sentence2_Highlighted_1"
+)
+GOOD = "p1,neutral,A dog runs.,A dog sleeps.,e,A *dog* runs.,A dog *sleeps.*,1,2"
+
+
+@pytest.mark.parametrize(
+    "line, field, problem",
+    [
+        (
+            "p2,neutral,A dog.,A cat.,e,A dog.,A cat.,{},{},extra",
+            None,
+            "10 fields, the header has 9",
+        ),
+        ("p2,neutral,A dog.,A cat.,e,A dog.", "Sentence2_marked_1", "missing field"),
+        ("p2,maybe,A dog.,A cat.,e,A dog.,A cat.,{},{}", "gold_label", "unknown label 'maybe'"),
+        (
+            "p2,neutral,A dog.,A cat.,e,A dog.,A *cat.,{},{}",
+            "Sentence2_marked_1",
+            "unbalanced asterisks",
+        ),
+        (
+            "p2,neutral,A dog.,A cat.,e,A dog.,A cat.,{},1;2",
+            "Sentence2_Highlighted_1",
+            "not a comma-separated list",
+        ),
+    ],
+)
+def test_malformed_esnli_csv_names_file_line_and_column(tmp_path, line, field, problem):
+    path = write_csv(tmp_path, [HEADER, GOOD, line])
+    with pytest.raises(DataFileError, match=problem) as err:
+        load_esnli_csv(path)
+    assert (err.value.path, err.value.line, err.value.field) == (str(path), 3, field)
+    assert str(err.value).startswith(f"{path}, line 3:")
+
+
+def test_esnli_csv_header_needs_the_sentences(tmp_path):
+    path = write_csv(tmp_path, ["pairID,gold_label,Sentence1", "p1,neutral,A dog."])
+    with pytest.raises(DataFileError, match="line 1: field 'Sentence2': missing column"):
+        load_esnli_csv(path)
