@@ -10,7 +10,6 @@ import argparse
 import json
 import logging
 import sys
-from dataclasses import replace
 
 from tabulate import tabulate
 
@@ -127,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task")
     p.add_argument("--metric")
     p.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
+    p.add_argument("--family", choices=["faithfulness", "plausibility", "descriptive"],
+                   help="only metrics of this family (never mixed in one ranking)")
     p.add_argument("--wide", action="store_true",
                    help="one table per task: explainers x metrics, each cell mean [CI]")
 
@@ -150,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _config(args) -> RunConfig:
-    g = lambda name, default=None: getattr(args, name, default)  # noqa: E731
+    g = lambda name, default=None: getattr(args, name, default)
     return RunConfig(
         tasks=tuple(g("tasks") or ()) or ("synthetic",),
         explainers=tuple(g("explainers") or ()),
@@ -179,8 +180,8 @@ def _print_checks(checks) -> bool:
 
 
 def _print_summary(summary) -> None:
-    from leaderboard.render import render_matrix
     from leaderboard.entry import read_entries
+    from leaderboard.render import render_matrix
 
     for task, acc in summary.accuracy.items():
         print(f"model {task}: accuracy " + ", ".join(f"{k} {v:.4f}" for k, v in acc.items()))
@@ -279,11 +280,11 @@ def dispatch(args) -> int:
         if args.wide:
             names = [args.task] if args.task else sorted({t for e in entries for t in e.suite})
             for task in names:
-                print(render_matrix(entries, task, args.format,
-                                    sort_by=args.metric or "comprehensiveness") + "\n")
+                print(render_matrix(entries, task, args.format, family=args.family,
+                                    sort_by=args.metric or None) + "\n")
         else:
-            print(render_leaderboard(rank(entries, task=args.task, metric=args.metric),
-                                     args.format))
+            print(render_leaderboard(rank(entries, task=args.task, metric=args.metric,
+                                          family=args.family), args.format))
         return 0
     if args.verb == "compare":
         from leaderboard.compare import compare

@@ -16,8 +16,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-
 import metrics as metric_registry
 import submissions
 import tasks as task_registry

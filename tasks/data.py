@@ -74,7 +74,7 @@ def load_local(folder: Path, splits: list[str], columns: dict, labels: set[int] 
 def load_hub(dataset_id: str, splits: list[str]) -> dict[str, datasets.Dataset]:
     try:
         loaded = datasets.load_dataset(dataset_id)
-    except Exception as exc:  # offline machines land here; say what to do instead
+    except Exception as exc:  # noqa: BLE001 — offline machines land here; say what to do
         raise InputError(
             f"could not load hub dataset {dataset_id!r} ({type(exc).__name__}: {exc}); "
             f"pass --data-dir DIR (or set ${DATA_ENV}) with a local JSON Lines copy"

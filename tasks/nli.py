@@ -16,7 +16,6 @@ A row is premise tokens then hypothesis tokens, with segment ids 0 / 1.
 from __future__ import annotations
 
 import logging
-import re
 
 from benchmark.core.api import PAIR_CLASSIFICATION, TaskSpec
 from benchmark.core.errors import InputError
@@ -24,6 +23,7 @@ from benchmark.core.models.pair_classifier import PairAttentionClassifier, PairC
 from benchmark.core.models.training import TrainConfig
 from tasks.classification import ClassificationTask, Example, TaskOptions
 from tasks.data import load_hub, load_local, resolve_data_dir
+from tasks.rationales import esnli_highlights, load_esnli_csv, nli_tokenize
 
 log = logging.getLogger(__name__)
 
@@ -46,13 +46,16 @@ SPEC = TaskSpec(
 )
 
 
-def tokenize(text: str) -> tuple[str, ...]:
-    """Lower-cased words and punctuation marks."""
-    return tuple(re.findall(r"\w+|[^\w\s]", text.lower()))
+tokenize = nli_tokenize  # one tokenizer for the task and its human highlights
+ESNLI_LABELS = {"entailment": 0, "neutral": 1, "contradiction": 2}
+ESNLI_CSV = {"validation": "esnli_dev.csv", "test": "esnli_test.csv"}
 
 
-def pair_example(example_id: str, row: dict, reference=None, extras=None) -> Example:
+def pair_example(example_id: str, row: dict, extras=None) -> Example:
+    """Premise then hypothesis; e-SNLI highlights in ``row`` become the reference."""
     premise, hypothesis = tokenize(row["premise"]), tokenize(row["hypothesis"])
+    masks = esnli_highlights(row, len(premise), len(hypothesis), premise, hypothesis)
+    reference = None if masks is None else masks[0] + masks[1]
     return Example(
         id=example_id,
         tokens=premise + hypothesis,
@@ -88,9 +91,14 @@ def read(options: TaskOptions) -> dict[str, list[Example]]:
 
 
 def read_esnli(data_dir) -> dict[str, list[Example]]:
+    """e-SNLI dev/test: the authors' CSV release (``esnli_dev.csv``, with highlights)
+    if the folder has it, else JSON Lines with the hub's ``esnli`` columns."""
     columns = {**COLUMNS, "explanation_1": str}
     if data_dir is None:
         raw = load_hub(ESNLI_HUB_ID, ["validation", "test"])
+    elif all((data_dir / "esnli" / f).is_file() for f in ESNLI_CSV.values()):
+        raw = {split: [_from_csv(r) for r in load_esnli_csv(data_dir / "esnli" / f)]
+               for split, f in ESNLI_CSV.items()}
     else:
         raw = load_local(data_dir / "esnli", ["validation", "test"], columns, {0, 1, 2})
     out = {}
@@ -98,9 +106,17 @@ def read_esnli(data_dir) -> dict[str, list[Example]]:
         examples = []
         for i, r in enumerate(rows):
             extras = {k: r[k] for k in ("explanation_1", "explanation_2", "explanation_3") if r.get(k)}
-            examples.append(pair_example(str(r.get("pairID") or f"{split}-{i}"), r, extras=extras))
+            examples.append(pair_example(str(r.get("pairID") or f"{split}-{i}"), dict(r),
+                                         extras=extras))
         out[split] = examples
     return out
+
+
+def _from_csv(row: dict) -> dict:
+    explanations = {f"explanation_{k}": row[f"Explanation_{k}"]
+                    for k in (1, 2, 3) if row.get(f"Explanation_{k}")}
+    return {**row, "premise": row["Sentence1"], "hypothesis": row["Sentence2"],
+            "label": ESNLI_LABELS[row["gold_label"]], **explanations}
 
 
 TASK = ClassificationTask(
@@ -108,6 +124,10 @@ TASK = ClassificationTask(
     read=read,
     model_class=PairAttentionClassifier,
     config_class=PairConfig,
-    model_config={"embed_dim": 100, "hidden": 100, "attn_dim": 100, "mlp_dim": 100, "dropout": 0.3},
-    train_config=TrainConfig(epochs=15, patience=3, lr=1e-3, batch_size=32),
+    # chosen on validation for the 8k-pair local train set: a shared encoder, 64 units and
+    # rare words (seen once) mapped to <unk> reached 0.62, separate 100-unit encoders 0.58
+    model_config={"embed_dim": 64, "hidden": 64, "attn_dim": 64, "mlp_dim": 64, "dropout": 0.3,
+                  "shared_encoder": True},
+    train_config=TrainConfig(epochs=15, patience=3, lr=1e-3, batch_size=32, weight_decay=1e-5),
+    min_freq=2,
 )

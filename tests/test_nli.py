@@ -3,7 +3,6 @@ segments, the pair model's surface, and the pipeline with per-segment metrics.""
 
 import json
 
-import pytest
 import torch
 
 from benchmark.core.models.pair_classifier import PairAttentionClassifier, PairConfig, split_segment
@@ -78,3 +77,27 @@ def test_pipeline_with_per_segment_metrics(shared_data, tmp_path):
     share = {r.explainer.split("[")[0].split("@")[0]: r.estimate["mean"]
              for r in records if r.metric.startswith("segment_share")}
     assert all(0.0 <= v <= 1.0 for v in share.values()) and len(share) == 6
+
+
+def test_esnli_csv_highlights_become_the_reference(tmp_path):
+    """The e-SNLI CSV release path, on the hand-written sample (tests/fixtures/esnli)."""
+    import shutil
+    from pathlib import Path
+
+    sample = Path(__file__).parent / "fixtures" / "esnli" / "esnli_dev_sample.csv"
+    (tmp_path / "esnli").mkdir()
+    for name in ("esnli_dev.csv", "esnli_test.csv"):
+        shutil.copy(sample, tmp_path / "esnli" / name)
+    (tmp_path / "snli").mkdir()
+    row = json.dumps({"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": 0})
+    for split in ("train", "validation", "test"):
+        (tmp_path / "snli" / f"{split}.jsonl").write_text(row + "\n")
+    splits = read(TaskOptions(data_dir=str(tmp_path), variant="esnli"))
+    first = splits["validation"][0]
+    assert first.id == "4705552913.jpg#2r1n" and first.label == 1
+    # premise: no highlight; hypothesis "... after just *eating* *lunch.*"
+    assert first.reference == (False,) * 10 + (False,) * 12 + (True, True, True)
+    assert first.extras["explanation_1"] == "The to go packages may not be from lunch."
+    second = splits["validation"][1]  # "Two *women* are embracing while *holding* to go *packages.*"
+    assert second.reference[:10] == (False, True, False, False, False, True, False, False,
+                                     True, True)

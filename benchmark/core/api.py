@@ -59,7 +59,7 @@ class Batch:
     def select(self, rows: torch.Tensor | list[int]) -> Batch:
         """Rows ``rows`` (repeats allowed), in that order."""
         rows = torch.as_tensor(rows, dtype=torch.long, device=self.ids.device)
-        pick = lambda t: None if t is None else t.index_select(0, rows)  # noqa: E731
+        pick = lambda t: None if t is None else t.index_select(0, rows)
         ids = [self.example_ids[i] for i in rows.tolist()]
         return Batch(
             ids=pick(self.ids),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from benchmark.core.api import Batch, Explainer, ExplainableModel
+from benchmark.core.api import Batch, ExplainableModel, Explainer
 from benchmark.core.errors import PluginError
 
 BATCH_TOLERANCE = 1e-4  # relative; batched LSTM kernels differ in the last bits
@@ -112,7 +112,7 @@ def run_checks(explainer: Explainer, model: ExplainableModel, batch: Batch, targ
         try:
             detail = fn()
             results.append(CheckResult(check, True, detail or "ok"))
-        except Exception as exc:  # report the failure as this check's result
+        except Exception as exc:  # noqa: BLE001 — report the failure as this check's result
             results.append(CheckResult(check, False, str(exc)))
 
     spec = getattr(explainer, "spec", None)
