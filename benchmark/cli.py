@@ -179,9 +179,20 @@ def _print_checks(checks) -> bool:
     return all(c.passed for c in checks)
 
 
+def _matrix(entries, task, fmt, *, family=None, sort_by=None) -> str:
+    """Explainers x metrics; sorted by ``sort_by`` where it names one metric, else the first."""
+    from leaderboard.render import render_matrix
+
+    try:
+        return render_matrix(entries, task, fmt, family=family, sort_by=sort_by)
+    except InputError:
+        if sort_by is None:
+            raise
+        return render_matrix(entries, task, fmt, family=family)
+
+
 def _print_summary(summary) -> None:
     from leaderboard.entry import read_entries
-    from leaderboard.render import render_matrix
 
     for task, acc in summary.accuracy.items():
         print(f"model {task}: accuracy " + ", ".join(f"{k} {v:.4f}" for k, v in acc.items()))
@@ -189,7 +200,7 @@ def _print_summary(summary) -> None:
                if e.header["entry_id"] in {p.name for p in summary.entries}]
     for task in sorted({r.task for r in summary.results}):
         print(f"\n{task}")
-        print(render_matrix(entries, task, "table", sort_by="comprehensiveness"))
+        print(_matrix(entries, task, "table", sort_by="comprehensiveness"))
     flags = [(r.task, r.explainer, r.metric.split("[")[0].split("@")[0], name, count,
               r.estimate["n"]) for r in summary.results for name, count in sorted(r.extra.items())]
     if flags:
@@ -271,7 +282,7 @@ def dispatch(args) -> int:
     if args.verb == "leaderboard":
         from leaderboard.entry import read_entries
         from leaderboard.rank import rank
-        from leaderboard.render import render_leaderboard, render_matrix
+        from leaderboard.render import render_leaderboard
 
         entries = read_entries(args.entries)
         if not entries:
@@ -280,8 +291,9 @@ def dispatch(args) -> int:
         if args.wide:
             names = [args.task] if args.task else sorted({t for e in entries for t in e.suite})
             for task in names:
-                print(render_matrix(entries, task, args.format, family=args.family,
-                                    sort_by=args.metric or None) + "\n")
+                default = "comprehensiveness" if args.family in (None, "faithfulness") else None
+                print(_matrix(entries, task, args.format, family=args.family,
+                              sort_by=args.metric or default) + "\n")
         else:
             print(render_leaderboard(rank(entries, task=args.task, metric=args.metric,
                                           family=args.family), args.format))

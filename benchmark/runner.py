@@ -215,17 +215,22 @@ def _spec_dict(spec) -> dict:
 
 
 def write_entries(config: RunConfig, summary: RunSummary) -> list[Path]:
-    """One leaderboard entry per explainer whose every unit succeeded in this run."""
+    """One leaderboard entry per explainer whose every unit succeeded in this run.
+
+    An entry holds all of the explainer's results in the results file for the same
+    suite (task, model checkpoint, split, example limit), so a run that adds metrics
+    extends the entry instead of replacing it with the new metrics alone.
+    """
     from leaderboard.entry import write_entry
 
     failed = {f.explainer for f in summary.failures}
+    suites = {(r.explainer, _suite_key(r)) for r in summary.results}
     by_explainer: dict[str, list[ResultRecord]] = {}
-    for r in summary.results:
-        by_explainer.setdefault(r.explainer, []).append(r)
+    for r in read_results(summary.out / "results.jsonl"):
+        if r.explainer not in failed and (r.explainer, _suite_key(r)) in suites:
+            by_explainer.setdefault(r.explainer, []).append(r)
     paths = []
-    for explainer_id, records in by_explainer.items():
-        if explainer_id in failed:
-            continue
+    for records in by_explainer.values():
         per_example = []
         for r in records:
             for row in read_jsonl(summary.out / r.per_example_file):
@@ -236,3 +241,8 @@ def write_entries(config: RunConfig, summary: RunSummary) -> list[Path]:
                                  results=[r.as_dict() for r in records], per_example=per_example,
                                  notes=config.notes))
     return paths
+
+
+def _suite_key(r: ResultRecord) -> tuple:
+    return (r.task, r.model_seed, r.provenance["checkpoint"], r.split,
+            r.provenance["config"]["run"]["limit"])

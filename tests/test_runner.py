@@ -199,3 +199,15 @@ def test_hanging_plugin_is_stopped_at_its_budget(tmp_path, synthetic_ready):
     assert failure.explainer == "broken_hangs@1" and "time budget" in failure.message
     assert failure.example_ids == [f"test-{i}" for i in range(8)]
     assert [r.explainer for r in summary.results] == ["attention@1"]
+
+
+def test_a_run_that_adds_metrics_extends_the_entry(tmp_path, synthetic_ready):
+    from leaderboard.entry import read_entries
+
+    base = dict(out=str(tmp_path), explainers=("attention",), **FAST)
+    run(RunConfig(metrics=("flip_rate",), **base))
+    run(RunConfig(metrics=("comprehensiveness[segment=None;eraser=mask]",), **base))
+    [entry] = read_entries(tmp_path / "leaderboard")
+    assert sorted(r["metric"].split("[")[0] for r in entry.results) == [
+        "comprehensiveness", "flip_rate"]
+    assert any("eraser=mask" in r["metric"] for r in entry.results)
