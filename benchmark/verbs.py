@@ -17,6 +17,7 @@ import submissions
 import tasks as task_registry
 from benchmark.core import stats
 from benchmark.core.cache import content_hash
+from benchmark.core.api import PAIR_CLASSIFICATION
 from benchmark.core.errors import DataFileError, PluginError
 from benchmark.core.perturb import Perturber
 from benchmark.core.provenance import environment
@@ -54,10 +55,28 @@ def explain_to_file(task: str, explainer: str, out_file: str, config: RunConfig)
                      seed=config.seeds[0], time_budget_s=config.time_budget_s,
                      progress=config.progress)
     write_jsonl_atomic(Path(out_file), [
-        {"id": e.id, "tokens": list(e.tokens), "scores": s, "target": t}
+        {"id": e.id, "tokens": list(e.tokens), "scores": s, "target": t,
+         **({"segments": list(e.segments)} if e.segments is not None else {})}
         for e, s, t in zip(examples, result.scores, result.targets)
     ])
     return len(examples)
+
+
+def _segments(path, line: int, row: dict, pairs: bool) -> tuple[int, ...] | None:
+    """A pair task needs ``segments`` (0 premise, 1 hypothesis) beside the tokens."""
+    if not pairs:
+        return None
+    seg = row.get("segments")
+    if not isinstance(seg, list) or len(seg) != len(row["tokens"]) or not all(
+            s in (0, 1) for s in seg):
+        raise DataFileError(path, line, "segments", "a pair task needs one 0/1 segment id "
+                            "per token (0 = premise, 1 = hypothesis)")
+    return tuple(seg)
+
+
+def _examples(path, rows: list[dict], pairs: bool) -> list[Example]:
+    return [Example(str(r["id"]), tuple(r["tokens"]), -1, segments=_segments(path, i, r, pairs))
+            for i, r in enumerate(rows, start=1)]
 
 
 def read_explanations(path: str, n_labels: int) -> list[dict]:
@@ -99,7 +118,7 @@ def score_file(task: str, explanations: str, config: RunConfig, per_example_out:
     """
     ready = prepare_task(task, config)
     rows = read_explanations(explanations, len(ready.spec.labels))
-    examples = [Example(str(r["id"]), tuple(r["tokens"]), -1) for r in rows]
+    examples = _examples(explanations, rows, ready.spec.kind == PAIR_CLASSIFICATION)
     perturber = Perturber(ready.model, chunk_size=config.chunk_size)
     probs = base_probs(ready, examples, perturber, config.batch_size)
     targets = torch.tensor([r["target"] if r.get("target") is not None else int(p.argmax())
@@ -131,7 +150,7 @@ def predict(task: str, input_file: str, config: RunConfig) -> list[dict]:
                 raise DataFileError(input_file, line, name, "missing field")
         if not isinstance(row["tokens"], list) or not all(isinstance(t, str) for t in row["tokens"]):
             raise DataFileError(input_file, line, "tokens", "expected a list of strings")
-    examples = [Example(str(r["id"]), tuple(r["tokens"]), -1) for r in rows]
+    examples = _examples(input_file, rows, ready.spec.kind == PAIR_CLASSIFICATION)
     perturber = Perturber(ready.model, chunk_size=config.chunk_size)
     probs = base_probs(ready, examples, perturber, config.batch_size)
     return [{"id": r["id"], "probs": [round(float(x), 6) for x in p],

@@ -101,3 +101,29 @@ def test_esnli_csv_highlights_become_the_reference(tmp_path):
     second = splits["validation"][1]  # "Two *women* are embracing while *holding* to go *packages.*"
     assert second.reference[:10] == (False, True, False, False, False, True, False, False,
                                      True, True)
+
+
+def test_explain_score_predict_on_pairs(shared_data, tmp_path, capsys):
+    """The file verbs carry segment ids for pairs (same cached slice model as above)."""
+    from benchmark.cli import main
+    from benchmark.core.records import read_jsonl
+
+    common = ["--task", "nli", "--data-dir", str(shared_data), "--train-limit", "800",
+              "--epochs", "1", "--no-progress"]
+    exp = tmp_path / "occ.jsonl"
+    assert main(["explain", *common, "--explainer", "occlusion", "--limit", "4",
+                 "--out", str(exp)]) == 0
+    rows = read_jsonl(exp)
+    assert all(len(r["segments"]) == len(r["tokens"]) and r["segments"][0] == 0 for r in rows)
+    assert main(["score", *common, "--explanations", str(exp), "--metrics",
+                 "comprehensiveness[segment=1]"]) == 0
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps({"id": "x", "tokens": rows[0]["tokens"],
+                               "segments": rows[0]["segments"]}) + "\n")
+    capsys.readouterr()
+    assert main(["predict", *common, "--input", str(inp)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["label"] in ("entailment", "neutral", "contradiction") and len(out["probs"]) == 3
+    inp.write_text(json.dumps({"id": "x", "tokens": ["a", "b"]}) + "\n")
+    assert main(["predict", *common, "--input", str(inp)]) == 2
+    assert "field 'segments'" in capsys.readouterr().err
