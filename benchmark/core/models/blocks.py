@@ -49,3 +49,24 @@ def nonempty(mask: torch.Tensor) -> torch.Tensor:
         mask = mask.clone()
         mask[empty, 0] = True
     return mask
+
+
+class AttentionModelSurface(nn.Module):
+    """The model surface of benchmark.core.api, derived from one method
+    ``_forward(embeds, batch) -> (logits (B, C), attention weights (B, T))`` and an
+    ``embedding`` table, so every task model exposes it the same way."""
+
+    def embed(self, batch) -> torch.Tensor:
+        return self.embedding(batch.ids)
+
+    def logits_from_embeddings(self, embeds: torch.Tensor, batch) -> torch.Tensor:
+        return self._forward(embeds, batch)[0]
+
+    def logits(self, batch) -> torch.Tensor:
+        return self.logits_from_embeddings(self.embed(batch), batch)
+
+    def attention(self, batch) -> torch.Tensor:
+        return self._forward(self.embed(batch), batch)[1] * batch.mask
+
+    def forward(self, batch) -> torch.Tensor:
+        return self.logits(batch)

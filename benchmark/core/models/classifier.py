@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from benchmark.core.api import Batch
-from benchmark.core.models.blocks import AdditiveAttention, BiLSTMEncoder
+from benchmark.core.models.blocks import AdditiveAttention, AttentionModelSurface, BiLSTMEncoder
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class ClassifierConfig:
         return asdict(self)
 
 
-class AttentionClassifier(nn.Module):
+class AttentionClassifier(AttentionModelSurface):
     def __init__(self, config: ClassifierConfig):
         super().__init__()
         self.config = config
@@ -38,22 +38,7 @@ class AttentionClassifier(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
         self.out = nn.Linear(self.encoder.output_dim, config.num_classes)
 
-    def embed(self, batch: Batch) -> torch.Tensor:
-        return self.embedding(batch.ids)
-
     def _forward(self, embeds: torch.Tensor, batch: Batch):
         states = self.encoder(self.dropout(embeds), batch.mask)
         weights, context = self.attn(states, batch.mask)
         return self.out(self.dropout(context)), weights
-
-    def logits_from_embeddings(self, embeds: torch.Tensor, batch: Batch) -> torch.Tensor:
-        return self._forward(embeds, batch)[0]
-
-    def logits(self, batch: Batch) -> torch.Tensor:
-        return self.logits_from_embeddings(self.embed(batch), batch)
-
-    def attention(self, batch: Batch) -> torch.Tensor:
-        return self._forward(self.embed(batch), batch)[1] * batch.mask
-
-    def forward(self, batch: Batch) -> torch.Tensor:
-        return self.logits(batch)

@@ -16,7 +16,12 @@ import torch
 from torch import nn
 
 from benchmark.core.api import Batch
-from benchmark.core.models.blocks import AdditiveAttention, BiLSTMEncoder, nonempty
+from benchmark.core.models.blocks import (
+    AdditiveAttention,
+    AttentionModelSurface,
+    BiLSTMEncoder,
+    nonempty,
+)
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,7 @@ def masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (states * w).sum(1) / w.sum(1)
 
 
-class PairAttentionClassifier(nn.Module):
+class PairAttentionClassifier(AttentionModelSurface):
     def __init__(self, config: PairConfig):
         super().__init__()
         self.config = config
@@ -71,9 +76,6 @@ class PairAttentionClassifier(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
         self.mlp = nn.Sequential(nn.Linear(4 * d, config.mlp_dim), nn.Tanh(),
                                  nn.Dropout(config.dropout), nn.Linear(config.mlp_dim, config.num_classes))
-
-    def embed(self, batch: Batch) -> torch.Tensor:
-        return self.embedding(batch.ids)
 
     def _forward(self, embeds: torch.Tensor, batch: Batch):
         if batch.segments is None:
@@ -92,15 +94,3 @@ class PairAttentionClassifier(nn.Module):
         weights.scatter_add_(1, p_pos, p_weights * p_mask / 2)
         weights.scatter_add_(1, h_pos, h_weights * h_mask / 2)
         return logits, weights
-
-    def logits_from_embeddings(self, embeds: torch.Tensor, batch: Batch) -> torch.Tensor:
-        return self._forward(embeds, batch)[0]
-
-    def logits(self, batch: Batch) -> torch.Tensor:
-        return self.logits_from_embeddings(self.embed(batch), batch)
-
-    def attention(self, batch: Batch) -> torch.Tensor:
-        return self._forward(self.embed(batch), batch)[1] * batch.mask
-
-    def forward(self, batch: Batch) -> torch.Tensor:
-        return self.logits(batch)
