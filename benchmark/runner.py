@@ -94,6 +94,16 @@ def run(config: RunConfig) -> RunSummary:
     return summary
 
 
+def record_failure(out: Path, exc: PluginError, task: str, explainer: str,
+                   seed: int | None) -> FailureRecord:
+    """Log a plugin failure and append it to ``failures.jsonl`` (never to results)."""
+    log.error("%s", exc)
+    failure = FailureRecord(task=task, explainer=explainer, stage=exc.stage, message=str(exc),
+                            example_ids=list(exc.example_ids), model_seed=seed)
+    append_jsonl(out / "failures.jsonl", failure.as_dict())
+    return failure
+
+
 def _load_explainers(config: RunConfig):
     refs = config.explainers or submissions.REFERENCE
     loaded, failures = [], []
@@ -139,12 +149,7 @@ def _run_model(config, ready, seed, explainers, metrics, done, summary) -> None:
         try:
             explained = explanations_for(config, ready, seed, explainer, examples, targets, split)
         except PluginError as exc:
-            log.error("%s", exc)
-            failure = FailureRecord(task=ready.spec.id, explainer=explainer.spec.id, stage=exc.stage,
-                                    message=str(exc), example_ids=list(exc.example_ids),
-                                    model_seed=seed)
-            append_jsonl(out / "failures.jsonl", failure.as_dict())
-            summary.failures.append(failure)
+            summary.failures.append(record_failure(out, exc, ready.spec.id, explainer.spec.id, seed))
             continue
         for metric in todo:
             key = keys[metric.spec.id]

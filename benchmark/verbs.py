@@ -16,8 +16,8 @@ import metrics as metric_registry
 import submissions
 import tasks as task_registry
 from benchmark.core import stats
-from benchmark.core.cache import content_hash
 from benchmark.core.api import PAIR_CLASSIFICATION
+from benchmark.core.cache import content_hash
 from benchmark.core.errors import DataFileError, PluginError
 from benchmark.core.perturb import Perturber
 from benchmark.core.provenance import environment
@@ -31,7 +31,14 @@ from benchmark.core.records import (
 from benchmark.core.stats import bootstrap
 from benchmark.core.validation import CheckResult, run_checks
 from benchmark.plan import RunConfig
-from benchmark.runner import RunSummary, explanations_for, resolve_explainer, run, task_options
+from benchmark.runner import (
+    RunSummary,
+    explanations_for,
+    record_failure,
+    resolve_explainer,
+    run,
+    task_options,
+)
 from benchmark.scoring import base_probs, explain, score
 from metrics.agreement import agreement_matrix, check_k_frac
 from tasks.classification import Example
@@ -182,12 +189,7 @@ def agreement(task: str, config: RunConfig, *, k_frac: float = 0.2
             explainer = resolve_explainer(ref)
             explained = explanations_for(config, ready, seed, explainer, examples, targets, split)
         except PluginError as exc:
-            log.error("%s", exc)
-            failure = FailureRecord(task=ready.spec.id, explainer=ref, stage=exc.stage,
-                                    message=str(exc), example_ids=list(exc.example_ids),
-                                    model_seed=seed)
-            append_jsonl(out / "failures.jsonl", failure.as_dict())
-            failures.append(failure)
+            failures.append(record_failure(out, exc, ready.spec.id, ref, seed))
             continue
         if all(explainer.spec.id != e.spec.id for e, _ in loaded):
             loaded.append((explainer, explained["scores"]))
