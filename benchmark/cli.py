@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="faithbench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's); on a "
+                        "machine shared with other jobs, 1 avoids thread oversubscription")
     sub = parser.add_subparsers(dest="verb", required=True)
 
     def verb(name, help_):
@@ -328,6 +330,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     try:
         return dispatch(args)
     except FaithbenchError as exc:
