@@ -47,3 +47,21 @@ def test_pipeline_on_a_slice(shared_data, tmp_path):
     ready = TASK.prepare(TaskOptions(data_dir=str(shared_data), variant="sentences",
                                      train_limit=1500, epochs=1), progress=False)
     assert ready.loaded_from_cache and ready.checkpoint == records[0].provenance["checkpoint"]
+
+
+def test_hub_is_the_default_and_offline_says_what_to_do(monkeypatch):
+    """Without --data-dir the hub id is asked for; offline, the error names the fix."""
+    import tasks.data
+    from benchmark.core.errors import InputError
+
+    asked = []
+
+    def offline(name, *args, **kwargs):
+        asked.append(name)
+        raise ConnectionError("no network")
+
+    monkeypatch.delenv("FAITHBENCH_DATA", raising=False)
+    monkeypatch.setattr(tasks.data.datasets, "load_dataset", offline)
+    with pytest.raises(InputError, match="pass --data-dir DIR"):
+        read(TaskOptions())
+    assert asked == ["stanfordnlp/sst2"]
