@@ -45,11 +45,7 @@ LeRF removes position 2 first: p₀ = 3/4, 2/3, 1/2, so aopc_lerf = (−.15 − 
 >>> import torch
 >>> from benchmark.core.api import Batch, MetricInput
 >>> from benchmark.core.perturb import Perturber
->>> class Votes:  # p(c) ∝ 1 + number of real tokens voting for c
-...     pad_id, mask_id, baseline_id = 0, 1, 0
-...     def logits(self, batch):
-...         votes = [((batch.ids == 2 + c) & batch.mask).sum(1) for c in (0, 1)]
-...         return torch.log1p(torch.stack(votes, 1).float())
+>>> from metrics.variants import Votes  # p(c) ∝ 1 + real tokens voting for c
 >>> batch = Batch(torch.tensor([[2, 2, 3]]), torch.ones(1, 3, dtype=torch.bool), ("a",))
 >>> perturber = Perturber(Votes())
 >>> inp = MetricInput(batch, torch.tensor([[0.9, 0.5, 0.1]]), torch.tensor([0]),

@@ -45,11 +45,7 @@ again — never flipped, so flip_fraction = 1.0 with the flag set.
 >>> import torch
 >>> from benchmark.core.api import Batch, MetricInput
 >>> from benchmark.core.perturb import Perturber
->>> class Votes:  # p(c) ∝ 1 + number of real tokens voting for c
-...     pad_id, mask_id, baseline_id = 0, 1, 0
-...     def logits(self, batch):
-...         votes = [((batch.ids == 2 + c) & batch.mask).sum(1) for c in (0, 1)]
-...         return torch.log1p(torch.stack(votes, 1).float())
+>>> from metrics.variants import Votes  # p(c) ∝ 1 + real tokens voting for c
 >>> ids = torch.tensor([[3, 2, 3, 0], [2, 2, 2, 3]])
 >>> batch = Batch(ids, ids > 0, ("a", "b"))
 >>> perturber = Perturber(Votes())

@@ -108,3 +108,19 @@ def masked_mean(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     valid = valid.cpu()
     total = torch.where(valid, values, torch.zeros_like(values)).sum(dim=1)
     return total / valid.sum(dim=1).to(values.dtype)
+
+
+class Votes:
+    """The hand-worked model of the metric cards: token 2 votes for class 0, token 3
+    for class 1, and p(c) ∝ 1 + (votes for c), so every probability is a small fraction.
+
+    >>> batch = Batch(torch.tensor([[2, 2, 3]]), torch.ones(1, 3, dtype=torch.bool), ("a",))
+    >>> torch.softmax(Votes().logits(batch), -1).tolist()  # 3/5, 2/5
+    [[0.6000000238418579, 0.4000000059604645]]
+    """
+
+    pad_id, mask_id, baseline_id = 0, 1, 0
+
+    def logits(self, batch: Batch) -> torch.Tensor:
+        votes = [((batch.ids == 2 + c) & batch.mask).sum(1) for c in (0, 1)]
+        return torch.log1p(torch.stack(votes, 1).float())
