@@ -61,8 +61,6 @@ from __future__ import annotations
 import torch
 
 from benchmark.core.api import (
-    CLASSIFICATION,
-    PAIR_CLASSIFICATION,
     MetricInput,
     MetricSpec,
     SimpleMetric,
@@ -72,6 +70,7 @@ from metrics.variants import (
     base_target_prob,
     candidates,
     check_eraser,
+    faithfulness_spec,
     masked_mean,
     of_target,
     ranked_mask,
@@ -112,14 +111,7 @@ def _aopc(inp: MetricInput, k_max: int, eraser: str, segment, *, least: bool, na
 
 
 def _spec(name: str, direction: str) -> MetricSpec:
-    return MetricSpec(
-        name=name,
-        version="1",
-        direction=direction,
-        kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}),
-        params=(("k_max", 10), ("eraser", "delete"), ("segment", None)),
-        citation=CITATION,
-    )
+    return faithfulness_spec(name, direction, (("k_max", 10),), CITATION)
 
 
 AOPC_MORF = SimpleMetric(spec=_spec("aopc_morf", "higher"), fn=aopc_morf)

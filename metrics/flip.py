@@ -63,13 +63,11 @@ from __future__ import annotations
 import torch
 
 from benchmark.core.api import (
-    CLASSIFICATION,
-    PAIR_CLASSIFICATION,
     MetricInput,
     MetricSpec,
     SimpleMetric,
 )
-from metrics.variants import candidates, check_eraser, ranked_mask, variant_probs
+from metrics.variants import candidates, check_eraser, faithfulness_spec, ranked_mask, variant_probs
 
 CITATION = "Serrano & Smith (2019). Is attention interpretable? ACL 2019."
 
@@ -110,14 +108,7 @@ def flip_fraction(inp: MetricInput, *, eraser: str, segment: int | None
 
 
 def _spec(name: str, direction: str) -> MetricSpec:
-    return MetricSpec(
-        name=name,
-        version="1",
-        direction=direction,
-        kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}),
-        params=(("eraser", "delete"), ("segment", None)),
-        citation=CITATION,
-    )
+    return faithfulness_spec(name, direction, (), CITATION)
 
 
 FLIP_RATE = SimpleMetric(spec=_spec("flip_rate", "higher"), fn=flip_rate)

@@ -69,8 +69,6 @@ from fractions import Fraction
 import torch
 
 from benchmark.core.api import (
-    CLASSIFICATION,
-    PAIR_CLASSIFICATION,
     MetricInput,
     MetricSpec,
     SimpleMetric,
@@ -80,6 +78,7 @@ from metrics.variants import (
     base_target_prob,
     candidates,
     check_eraser,
+    faithfulness_spec,
     of_target,
     ranked_mask,
     variant_probs,
@@ -157,15 +156,7 @@ def _check(name: str, bins, rounding: str) -> None:
 
 
 def _spec(name: str, direction: str) -> MetricSpec:
-    return MetricSpec(
-        name=name,
-        version="1",
-        direction=direction,
-        kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}),
-        params=(("bins", (0.01, 0.05, 0.1, 0.2, 0.5)), ("rounding", "ceil"), ("eraser", "delete"),
-                ("segment", None)),
-        citation=CITATION,
-    )
+    return faithfulness_spec(name, direction, (("bins", (0.01, 0.05, 0.1, 0.2, 0.5)), ("rounding", "ceil")), CITATION)
 
 
 COMPREHENSIVENESS = SimpleMetric(spec=_spec("comprehensiveness", "higher"), fn=comprehensiveness)

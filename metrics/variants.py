@@ -13,10 +13,23 @@ from __future__ import annotations
 
 import torch
 
-from benchmark.core.api import Batch, MetricInput
+from benchmark.core.api import CLASSIFICATION, PAIR_CLASSIFICATION, Batch, MetricInput, MetricSpec
 from benchmark.core.erasers import ERASERS
 from benchmark.core.errors import InputError
 from benchmark.core.ranking import least_k_mask, top_k_mask
+
+
+def faithfulness_spec(name: str, direction: str, params: tuple, citation: str) -> MetricSpec:
+    """The spec every erasure-based metric shares: both classification kinds, and the
+    ``eraser`` and ``segment`` options after its own ``params``."""
+    return MetricSpec(
+        name=name,
+        version="1",
+        direction=direction,
+        kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}),
+        params=(*params, ("eraser", "delete"), ("segment", None)),
+        citation=citation,
+    )
 
 
 class EmptyExampleError(InputError, ValueError):
