@@ -198,10 +198,7 @@ def _record(config, ready, seed, explainer, metric, split, key, examples, scored
         estimate=estimate.as_dict(),
         per_example_file=f"per_example/{key}.jsonl",
         provenance={
-            **environment(),
-            "data_fingerprint": ready.data_fingerprint,
-            "checkpoint": ready.checkpoint,
-            "model_accuracy": ready.accuracy,
+            **model_provenance(ready),
             "config": {"run": {k: v for k, v in config.as_dict().items() if k != "progress"},
                        "task": ready.config, "explainer": _spec_dict(explainer.spec),
                        "metric": dict(metric.spec.params)},
@@ -211,6 +208,14 @@ def _record(config, ready, seed, explainer, metric, split, key, examples, scored
                 "rows_forwarded": scored.rows_forwarded, "n_examples": len(examples)},
         extra=extra,
     )
+
+
+def model_provenance(ready) -> dict:
+    """What every record says about the model it used: code and environment, data
+    fingerprint, weights hash (``checkpoint``), cache key, and accuracy per split."""
+    return {**environment(), "data_fingerprint": ready.data_fingerprint,
+            "checkpoint": ready.checkpoint, "cache_key": ready.cache_key,
+            "model_accuracy": ready.accuracy}
 
 
 def _spec_dict(spec) -> dict:

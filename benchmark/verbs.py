@@ -20,7 +20,6 @@ from benchmark.core.api import PAIR_CLASSIFICATION
 from benchmark.core.cache import content_hash
 from benchmark.core.errors import DataFileError, PluginError
 from benchmark.core.perturb import Perturber
-from benchmark.core.provenance import environment
 from benchmark.core.records import (
     AgreementRecord,
     FailureRecord,
@@ -34,6 +33,7 @@ from benchmark.plan import RunConfig
 from benchmark.runner import (
     RunSummary,
     explanations_for,
+    model_provenance,
     record_failure,
     resolve_explainer,
     run,
@@ -208,10 +208,7 @@ def agreement(task: str, config: RunConfig, *, k_frac: float = 0.2
         explainers=ids,
         rows=rows,
         provenance={
-            **environment(),
-            "data_fingerprint": ready.data_fingerprint,
-            "checkpoint": ready.checkpoint,
-            "model_accuracy": ready.accuracy,
+            **model_provenance(ready),
             "config": {"run": {k: v for k, v in config.as_dict().items() if k != "progress"},
                        "task": ready.config, "k_frac": k_frac},
             "labels": dict(zip(labels, ids)),

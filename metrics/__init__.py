@@ -16,7 +16,7 @@ from benchmark.core.errors import InputError, UnknownNameError
 from benchmark.core.registry import Registry
 from metrics.erasure import AOPC_LERF, AOPC_MORF
 from metrics.flip import FLIP_FRACTION, FLIP_RATE
-from metrics.plausibility import AUPRC, TOKEN_F1
+from metrics.plausibility import AVERAGE_PRECISION, R_PRECISION
 from metrics.rationale import COMPREHENSIVENESS, SUFFICIENCY
 from metrics.share import SEGMENT_SHARE
 
@@ -29,8 +29,8 @@ REGISTRY.add(COMPREHENSIVENESS.spec.name, COMPREHENSIVENESS)
 REGISTRY.add(SUFFICIENCY.spec.name, SUFFICIENCY)
 REGISTRY.add(FLIP_RATE.spec.name, FLIP_RATE)
 REGISTRY.add(FLIP_FRACTION.spec.name, FLIP_FRACTION)
-REGISTRY.add(TOKEN_F1.spec.name, TOKEN_F1)
-REGISTRY.add(AUPRC.spec.name, AUPRC)
+REGISTRY.add(R_PRECISION.spec.name, R_PRECISION)
+REGISTRY.add(AVERAGE_PRECISION.spec.name, AVERAGE_PRECISION)
 REGISTRY.add(SEGMENT_SHARE.spec.name, SEGMENT_SHARE)
 
 
@@ -78,7 +78,7 @@ def resolve(ref: str) -> SimpleMetric:
     ``@version`` must match the registered one).
 
     >>> resolve("flip_rate[segment=1]").spec.id
-    'flip_rate[eraser=delete;segment=1]@1'
+    'flip_rate[eraser=delete;segment=1]@2'
     >>> resolve("sufficiency[bins=0.1,0.5]").spec.param("bins")
     (0.1, 0.5)
     """

@@ -3,13 +3,19 @@ the input must go, in importance order, before it does.
 
 Metric card
 -----------
-Formula. For an example x with n real tokens and predicted class ŷ, let x₍ₖ₎ be x
-with its k most important tokens removed (order from ``benchmark.core.ranking``;
-ties broken by position, earlier first) and pred(·) = argmax_c p_c(·) (ties in p go
-to the lower class index, as ``torch.argmax``)::
+Formula. For an example x with n real tokens, let x₍ₖ₎ be x with its k most
+important tokens removed (order from ``benchmark.core.ranking``; ties broken by
+position, earlier first) and pred(·) = argmax_c p_c(·) (ties in p go to the lower
+class index, as ``torch.argmax``)::
 
-    flip_rate(x)     = 1  if pred(x₍₁₎) ≠ ŷ  else 0
-    flip_fraction(x) = k* / n,  k* = min { k in 1..n : pred(x₍ₖ₎) ≠ ŷ }
+    flip_rate(x)     = 1  if pred(x₍₁₎) ≠ pred(x)  else 0
+    flip_fraction(x) = k* / n,  k* = min { k in 1..n : pred(x₍ₖ₎) ≠ pred(x) }
+
+A flip is a change of the model's *decision*, so it is always measured against
+pred(x), the argmax of the base probabilities — never against the explained
+target. The two coincide in a run (the predicted class is explained); they differ
+when ``faithbench score`` is given a ``target`` other than the prediction, and the
+target then only decides the explanation's ranking, not what counts as a flip.
 
 Never-flip counting. k runs up to n, i.e. up to the input with every token removed.
 An example whose prediction never changes, not even then, gets flip_fraction = 1.0
@@ -33,7 +39,12 @@ so a flip can come from that shift rather than from the removed evidence; a mode
 that predicts a fixed class on an empty input never flips examples of that class,
 whatever the explainer (hence the ``never_flipped`` count).
 
-Citation. Serrano & Smith (2019), "Is attention interpretable?", ACL.
+Citation. Serrano & Smith (2019), "Is attention interpretable?", ACL. They erase
+*attention weights* inside the model (zeroing and renormalising them), not input
+tokens, and they leave out examples whose decision never flips. Here tokens are
+removed from the input, which applies to every explainer alike, and never-flipped
+examples stay in the mean at 1.0 with their count recorded, so an explainer is not
+rewarded for examples it cannot flip at all.
 
 Hand-worked case. Voting model p(c) ∝ 1 + (votes for c); token 2 votes class 0,
 token 3 class 1. Row a = [3, 2, 3] predicts class 1 (p₁ = 3/5). Scores put position
@@ -56,6 +67,13 @@ tensor([1., 0.], dtype=torch.float64)
 >>> values, flags = flip_fraction(inp, eraser="delete", segment=None)
 >>> values, flags["never_flipped"]
 (tensor([0.3333, 1.0000], dtype=torch.float64), tensor([False,  True]))
+
+The explained target does not move the reference point: explaining the other
+class with the same scores gives the same flips.
+
+>>> other = MetricInput(batch, inp.scores, torch.tensor([0, 1]), inp.base_probs, perturber)
+>>> flip_rate(other, eraser="delete", segment=None)
+tensor([1., 0.], dtype=torch.float64)
 """
 
 from __future__ import annotations
@@ -80,7 +98,7 @@ def flip_rate(inp: MetricInput, *, eraser: str, segment: int | None) -> torch.Te
     k = torch.ones(len(batch), 1, dtype=torch.long, device=batch.mask.device)  # (B, 1)
     keeps = batch.mask.unsqueeze(1) & ~ranked_mask(inp.scores, eligible, k)
     pred = variant_probs(inp, keeps, None, eraser).argmax(dim=2).squeeze(1)  # (B,)
-    return (pred != inp.target.cpu()).double()
+    return (pred != base_decision(inp)).double()
 
 
 def flip_fraction(inp: MetricInput, *, eraser: str, segment: int | None
@@ -98,7 +116,7 @@ def flip_fraction(inp: MetricInput, *, eraser: str, segment: int | None
     valid = k <= n.unsqueeze(1)
     keeps = batch.mask.unsqueeze(1) & ~ranked_mask(inp.scores, eligible, k)
     pred = variant_probs(inp, keeps, valid, eraser).argmax(dim=2)  # (B, V)
-    flipped = (pred != inp.target.cpu().unsqueeze(1)) & valid.cpu()
+    flipped = (pred != base_decision(inp).unsqueeze(1)) & valid.cpu()
     ever = flipped.any(dim=1)
     first = flipped.to(torch.int8).argmax(dim=1) + 1  # argmax returns the first True
     values = torch.where(
@@ -107,8 +125,14 @@ def flip_fraction(inp: MetricInput, *, eraser: str, segment: int | None
     return values, {"never_flipped": ~ever}
 
 
+def base_decision(inp: MetricInput) -> torch.Tensor:
+    """(B,) the model's decision on the unperturbed input: argmax of the base probabilities."""
+    return inp.base_probs.detach().cpu().argmax(dim=1)
+
+
 def _spec(name: str, direction: str) -> MetricSpec:
-    return faithfulness_spec(name, direction, (), CITATION)
+    # version 2: flips are counted against the prediction, not the explained target
+    return faithfulness_spec(name, direction, (), CITATION, version="2")
 
 
 FLIP_RATE = SimpleMetric(spec=_spec("flip_rate", "higher"), fn=flip_rate)

@@ -12,30 +12,30 @@ no reference, or with a reference that marks no real token, has no defined value
 it raises ``EmptyReferenceError`` (a ``ValueError``) naming the example ids, never
 a silent zero. Reference bits on padded positions are ignored.
 
-Metric card: ``token_f1``
--------------------------
+Metric card: ``r_precision``
+----------------------------
 Formula. With k = |R|, let S be the k most important tokens by the explainer's
 scores (``benchmark.core.ranking``; ties broken by position, earlier first). With
 |S| = |R| = k, precision, recall and F1 coincide::
 
-    token_f1(x) = |S ∩ R| / k
+    r_precision(x) = |S ∩ R| / k
 
-(ERASER's token-level F1 with the predicted rationale cut to the reference's size,
-also called R-precision.)
+R-precision: the precision at k = |R| (which is also the recall and F1 there). It
+is *not* ERASER's token F1, which cuts every example at one dataset-level k.
 
 Direction. Higher is more plausible (more like the reference).
 
 Range. [0, 1]. 1 means the explainer's top |R| tokens are exactly the reference;
 0 means none of them is.
 
-Metric card: ``auprc``
-----------------------
+Metric card: ``average_precision``
+----------------------------------
 Formula. Rank the n real tokens by score (``benchmark.core.ranking.importance_order``:
 ties broken by position, earlier first). With rel_i = 1 if the i-th ranked token is
 in R, P_i = (rel_1 + ... + rel_i) / i the precision and R_i = (rel_1 + ... + rel_i) / |R|
 the recall after i tokens::
 
-    auprc(x) = Σ_{i=1..n} (R_i − R_{i−1}) · P_i = (1 / |R|) · Σ_{i : rel_i = 1} P_i
+    average_precision(x) = Σ_{i=1..n} (R_i − R_{i−1}) · P_i = (1 / |R|) · Σ_{i : rel_i = 1} P_i
 
 the step-wise area under the precision–recall curve, i.e. average precision: the
 definition of scikit-learn's ``average_precision_score`` (and of ERASER's
@@ -66,10 +66,10 @@ Citation. DeYoung, Jain, Rajani, Lehman, Xiong, Socher & Wallace (2020), "ERASER
 benchmark to evaluate rationalized NLP models", ACL.
 
 Hand-worked cases. Reference {0, 2} (k = 2); scores [0.9, 0.1, 0.5, 0.7] rank
-positions 0, 3, 2, 1. token_f1: the top two {0, 3} hold one hit of two, 0.5.
-auprc: hits at ranks 1 and 3, precisions 1/1 and 2/3, AP = (1 + 2/3) / 2 = 5/6.
-With scores tied everywhere the order is 0, 1, 2, 3: token_f1 = 0.5 again ({0, 1}),
-auprc = (1/1 + 2/3) / 2 = 5/6 (hits at ranks 1 and 3); scikit-learn's tie pooling
+positions 0, 3, 2, 1. r_precision: the top two {0, 3} hold one hit of two, 0.5.
+average_precision: hits at ranks 1 and 3, precisions 1/1 and 2/3, AP = (1 + 2/3) / 2 = 5/6.
+With scores tied everywhere the order is 0, 1, 2, 3: r_precision = 0.5 again ({0, 1}),
+average_precision = (1/1 + 2/3) / 2 = 5/6 (hits at ranks 1 and 3); scikit-learn's tie pooling
 would give 2/4 = 0.5 instead.
 
 >>> import torch
@@ -79,9 +79,9 @@ would give 2/4 = 0.5 instead.
 >>> scores = torch.tensor([[0.9, 0.1, 0.5, 0.7], [1.0, 1.0, 1.0, 1.0]])
 >>> reference = torch.tensor([[True, False, True, False]] * 2)
 >>> inp = MetricInput(batch, scores, torch.tensor([0, 0]), torch.full((2, 2), 0.5), None, reference)
->>> token_f1(inp)
+>>> r_precision(inp)
 tensor([0.5000, 0.5000], dtype=torch.float64)
->>> auprc(inp)
+>>> average_precision(inp)
 tensor([0.8333, 0.8333], dtype=torch.float64)
 """
 
@@ -127,17 +127,17 @@ def checked_reference(metric: str, inp: MetricInput) -> tuple[torch.Tensor, torc
     return reference, k
 
 
-def token_f1(inp: MetricInput) -> torch.Tensor:
+def r_precision(inp: MetricInput) -> torch.Tensor:
     """(B,) |top-k(scores) ∩ R| / k with k = |R|, R = reference & mask."""
-    reference, k = checked_reference("token_f1", inp)
+    reference, k = checked_reference("r_precision", inp)
     top = top_k_mask(inp.scores, inp.batch.mask, k)  # (B, T)
     hits = (top & reference).sum(dim=1)
     return (hits.double() / k.double()).cpu()
 
 
-def auprc(inp: MetricInput) -> torch.Tensor:
+def average_precision(inp: MetricInput) -> torch.Tensor:
     """(B,) average precision of the score ranking against R = reference & mask."""
-    reference, k = checked_reference("auprc", inp)
+    reference, k = checked_reference("average_precision", inp)
     order = importance_order(inp.scores, inp.batch.mask)  # (B, T), padding last
     rel = reference.gather(1, order).double()  # (B, T): 1 where the i-th ranked token is in R
     rank = torch.arange(1, rel.shape[1] + 1, dtype=torch.float64, device=rel.device)
@@ -158,5 +158,5 @@ def _spec(name: str) -> MetricSpec:
     )
 
 
-TOKEN_F1 = SimpleMetric(spec=_spec("token_f1"), fn=token_f1)
-AUPRC = SimpleMetric(spec=_spec("auprc"), fn=auprc)
+R_PRECISION = SimpleMetric(spec=_spec("r_precision"), fn=r_precision)
+AVERAGE_PRECISION = SimpleMetric(spec=_spec("average_precision"), fn=average_precision)

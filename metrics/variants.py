@@ -19,12 +19,13 @@ from benchmark.core.errors import InputError
 from benchmark.core.ranking import least_k_mask, top_k_mask
 
 
-def faithfulness_spec(name: str, direction: str, params: tuple, citation: str) -> MetricSpec:
+def faithfulness_spec(name: str, direction: str, params: tuple, citation: str,
+                      version: str = "1") -> MetricSpec:
     """The spec every erasure-based metric shares: both classification kinds, and the
     ``eraser`` and ``segment`` options after its own ``params``."""
     return MetricSpec(
         name=name,
-        version="1",
+        version=version,
         direction=direction,
         kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}),
         params=(*params, ("eraser", "delete"), ("segment", None)),

@@ -2,7 +2,11 @@
 model, and batches. A task module supplies only its spec and how to read its data.
 
 Trained models are cached under ``cache_dir()/models`` keyed by a hash of the data
-fingerprint, model config, training config and seed; a second run loads the file.
+fingerprint, model config, training config and seed (``cache_key``); a second run
+loads the file. Records and leaderboard suites name a model by ``checkpoint``, the
+hash of its weights: two results pair only when they came from the same weights,
+whichever run or machine trained them. The seed is set before the model is built,
+so it decides the initial weights as well as the order of the training batches.
 """
 
 from __future__ import annotations
@@ -16,10 +20,10 @@ from pathlib import Path
 import torch
 
 from benchmark.core.api import PAIR_CLASSIFICATION, Batch, TaskSpec
-from benchmark.core.cache import atomic_write, cache_dir, content_hash
+from benchmark.core.cache import atomic_write, cache_dir, content_hash, weights_hash
 from benchmark.core.errors import InputError
 from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
-from benchmark.core.models.training import TrainConfig, accuracy, train
+from benchmark.core.models.training import TrainConfig, accuracy, seed_everything, train
 from benchmark.core.vocab import Vocabulary, collate
 
 log = logging.getLogger(__name__)
@@ -58,7 +62,8 @@ class ReadyTask:
     vocab: Vocabulary
     model: torch.nn.Module  # implements the model surface of benchmark.core.api
     accuracy: dict[str, float]
-    checkpoint: str
+    checkpoint: str  # weights hash (benchmark.core.cache.weights_hash)
+    cache_key: str  # hash of data fingerprint + configs + seed: the cached file's name
     data_fingerprint: str
     config: dict
     history: list = field(default_factory=list)
@@ -125,12 +130,14 @@ class ClassificationTask:
                   "train": tconf.as_dict(), "seed": options.seed, "min_freq": self.min_freq}
         key = content_hash({"data": fingerprint, **config})
         path = checkpoint_path(self.spec.name, key)
+        seed_everything(options.seed)  # before the build: the seed decides the initial weights
         model = self.model_class(mconf)
-        ready = ReadyTask(self.spec, splits, vocab, model, {}, key, fingerprint, config)
+        ready = ReadyTask(self.spec, splits, vocab, model, {}, "", key, fingerprint, config)
         if path.exists():
             saved = torch.load(path, map_location="cpu", weights_only=True)
             model.load_state_dict(saved["state_dict"])
             ready.accuracy, ready.history, ready.loaded_from_cache = saved["accuracy"], saved["history"], True
+            ready.checkpoint = weights_hash(model.state_dict())
             model.eval()
             return ready
         val = [(b, y) for b, y, _ in ready.batches(splits[self.val_split], 256)]
@@ -154,8 +161,10 @@ class ClassificationTask:
             if split != self.train_split and all(e.label >= 0 for e in rows)
         }
         log.info("trained %s: %s", self.spec.name, ready.accuracy)
+        ready.checkpoint = weights_hash(model.state_dict())
         blob = {"state_dict": model.state_dict(), "accuracy": ready.accuracy,
-                "history": ready.history, "config": config, "vocab": vocab.itos}
+                "history": ready.history, "config": config, "vocab": vocab.itos,
+                "weights": ready.checkpoint}
         atomic_write(path, lambda tmp: torch.save(blob, tmp))
         return ready
 

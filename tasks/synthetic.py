@@ -68,5 +68,5 @@ TASK = ClassificationTask(
     spec=SPEC,
     read=read,
     model_config={"embed_dim": 32, "hidden": 32, "attn_dim": 32, "dropout": 0.1},
-    train_config=TrainConfig(epochs=6, patience=2, lr=3e-3, batch_size=32),
+    train_config=TrainConfig(epochs=6, patience=2, lr=3e-3, batch_size=32, word_dropout=0.05),
 )

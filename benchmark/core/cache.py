@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import platformdirs
+import torch
 
 
 def cache_dir() -> Path:
@@ -30,6 +31,27 @@ def content_hash(obj, length: int = 16) -> str:
     """
     blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:length]
+
+
+def weights_hash(state_dict, length: int = 16) -> str:
+    """Hash of a model's weights: every tensor's name, dtype, shape and bytes, in name order.
+
+    The id records and suites use for a model, so results pair only when the
+    weights are bit-identical, whatever config or seed produced them.
+
+    >>> import torch
+    >>> a = {"w": torch.zeros(2, 3), "b": torch.ones(3)}
+    >>> weights_hash(a) == weights_hash({"b": torch.ones(3), "w": torch.zeros(2, 3)})
+    True
+    >>> weights_hash(a) == weights_hash({"w": torch.zeros(2, 3), "b": torch.ones(3) * 1.0001})
+    False
+    """
+    digest = hashlib.sha256()
+    for name in sorted(state_dict):
+        tensor = state_dict[name].detach().cpu().contiguous()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(tensor.view(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+    return digest.hexdigest()[:length]
 
 
 def atomic_write(path: Path, write) -> None:

@@ -1,4 +1,10 @@
-"""Training with early stopping on validation accuracy; the best epoch's weights are kept."""
+"""Training with early stopping on validation accuracy; the best epoch's weights are kept.
+
+Word dropout (Iyyer et al. 2015; here: a real token is replaced by the unknown word
+with probability ``word_dropout``) is what trains the ``<unk>`` embedding when every
+training word is in the vocabulary (``min_freq=1``). Without it the ``mask`` eraser
+would substitute a vector still at its random initialisation.
+"""
 
 from __future__ import annotations
 
@@ -26,15 +32,33 @@ class TrainConfig:
     batch_size: int = 32
     weight_decay: float = 0.0
     clip: float = 5.0
+    word_dropout: float = 0.0  # probability that a real training token becomes <unk>
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
 def seed_everything(seed: int) -> None:
+    """Seed every generator a model build or training step draws from; call it before
+    the model is built, so the seed decides the initial weights too."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+def word_dropout(batch: Batch, rate: float, unk_id: int, generator: torch.Generator) -> Batch:
+    """``batch`` with each real token replaced by ``unk_id`` with probability ``rate``.
+
+    >>> b = Batch(torch.tensor([[5, 6, 0]]), torch.tensor([[True, True, False]]), ("a",))
+    >>> word_dropout(b, 1.0, 1, torch.Generator().manual_seed(0)).ids.tolist()
+    [[1, 1, 0]]
+    >>> word_dropout(b, 0.0, 1, torch.Generator().manual_seed(0)).ids.tolist()
+    [[5, 6, 0]]
+    """
+    if rate <= 0:
+        return batch
+    drop = (torch.rand(batch.ids.shape, generator=generator) < rate) & batch.mask.cpu()
+    return batch.replace(ids=torch.where(drop.to(batch.ids.device), unk_id, batch.ids))
 
 
 @torch.no_grad()
@@ -59,9 +83,11 @@ def train(
 ) -> tuple[float, list[dict]]:
     """Train in place; ``train_batches(epoch)`` gives that epoch's shuffled batches.
 
-    Returns the best validation accuracy and the per-epoch history.
+    Returns the best validation accuracy and the per-epoch history. The model's
+    ``mask_id`` is the unknown-word id word dropout substitutes.
     """
     seed_everything(seed)
+    dropout_rng = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     loss_fn = nn.CrossEntropyLoss()
     best_acc, best_state, bad, history = -1.0, None, 0, []
@@ -72,6 +98,7 @@ def train(
         for batch, labels in tqdm(batches, desc=f"{desc} epoch {epoch + 1}", leave=False,
                                    disable=not progress):
             opt.zero_grad()
+            batch = word_dropout(batch, config.word_dropout, model.mask_id, dropout_rng)
             loss = loss_fn(model.logits(batch), labels)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), config.clip)
