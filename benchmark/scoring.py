@@ -65,6 +65,13 @@ def with_reference(examples: Sequence) -> list[int]:
     return [i for i, e in enumerate(examples) if e.reference is not None and any(e.reference)]
 
 
+def reference_rate(examples: Sequence) -> float | None:
+    """Mean over the examples with a reference of |reference| / n (None if none has one)."""
+    rates = [sum(e.reference) / len(e.reference) for e in examples
+             if e.reference is not None and len(e.reference)]
+    return sum(rates) / len(rates) if rates else None
+
+
 def score(metric, ready, examples: Sequence, scores: Sequence[Sequence[float]],
           targets: torch.Tensor, probs: torch.Tensor, perturber: Perturber, *,
           batch_size: int, progress: bool) -> Scored:
@@ -78,6 +85,7 @@ def score(metric, ready, examples: Sequence, scores: Sequence[Sequence[float]],
         scores = [scores[i] for i in keep]
         index = torch.tensor(keep, dtype=torch.long)
         targets, probs = targets.index_select(0, index), probs.index_select(0, index)
+    rate = reference_rate(examples) if metric.spec.needs_reference else None
     values, flags = [], {}
     start, rows0 = time.perf_counter(), perturber.rows_forwarded
     bar = tqdm(total=len(examples), desc=f"score {metric.spec.name}", leave=False,
@@ -89,7 +97,7 @@ def score(metric, ready, examples: Sequence, scores: Sequence[Sequence[float]],
             padded[r, : len(row)] = torch.tensor(row, dtype=torch.float32)
         out = metric.compute(MetricInput(batch=batch, scores=padded, target=targets[sl],
                                          base_probs=probs[sl], perturber=perturber,
-                                         reference=reference))
+                                         reference=reference, reference_rate=rate))
         values.append(out.values.cpu().numpy())
         for name, flag in out.flags.items():
             flags.setdefault(name, []).append(flag.cpu().numpy())

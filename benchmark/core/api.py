@@ -199,9 +199,12 @@ class MetricSpec:
 class MetricInput:
     """Everything a metric sees for one batch of examples.
 
-    scores: (B, T) explainer scores; target: (B,) the predicted class ŷ;
-    base_probs: (B, C) p(·|x) computed once per model; perturber: the engine
-    that forwards perturbed variants; reference: (B, T) bool rationale or None.
+    scores: (B, T) explainer scores; target: (B,) the explained class (the
+    predicted class ŷ in a run); base_probs: (B, C) p(·|x) computed once per model;
+    perturber: the engine that forwards perturbed variants; reference: (B, T) bool
+    rationale or None; reference_rate: the mean over *all* examples being scored of
+    |reference| / n — a dataset-level statistic (ERASER cuts soft scores at one
+    dataset-level k), None where there are no references.
     """
 
     batch: Batch
@@ -210,6 +213,7 @@ class MetricInput:
     base_probs: torch.Tensor
     perturber: Any
     reference: torch.Tensor | None = None
+    reference_rate: float | None = None
 
 
 @dataclass(frozen=True)
