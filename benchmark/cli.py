@@ -68,6 +68,10 @@ def _common(p: argparse.ArgumentParser, *, out: bool = True) -> None:
     p.add_argument("--batch-size", type=int, default=32, help="examples per explain/metric call")
     p.add_argument("--chunk-size", type=int, default=512, help="rows per forward pass")
     p.add_argument("--time-budget", type=float, default=5.0, help="seconds per example per explainer")
+    p.add_argument("--isolation", choices=["auto", "process", "none"], default="auto",
+                   help="where explainer plugins run: auto (default) = a worker process for "
+                   "outside plugins, in-process for the reference explainers; process = all "
+                   "in workers; none = all in-process")
     p.add_argument("--train-limit", type=int, help="train on the first N training rows only")
     p.add_argument("--epochs", type=int, help="override the task's maximum epochs")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -88,10 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
 
     p = verb("run", "train/load models, explain, score, write results and leaderboard entries")
-    p.add_argument("--tasks", nargs="+", default=["synthetic"])
-    p.add_argument("--explainers", nargs="+", default=[], help="default: the six reference explainers")
-    p.add_argument("--metrics", nargs="+", default=[], help="default: every metric for the task")
-    p.add_argument("--seeds", nargs="+", type=int, default=[0])
+    p.add_argument("--tasks", nargs="+", default=["synthetic"], help="names, by spaces or commas")
+    p.add_argument("--explainers", nargs="+", default=[],
+                   help="default: the six reference explainers (spaces or commas)")
+    p.add_argument("--metrics", nargs="+", default=[],
+                   help="default: every metric for the task (spaces or commas)")
+    p.add_argument("--seeds", nargs="+", default=["0"],
+                   help="model seeds (spaces or commas); published tables use 0 1 2")
     p.add_argument("--fresh", action="store_true", help="delete earlier results and start over")
     _common(p)
 
@@ -152,16 +159,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def split_list(values) -> tuple[str, ...]:
+    """Names given with spaces, commas or both; commas inside ``[...]`` (metric
+    parameters such as ``bins=0.1,0.5``) do not split.
+
+    >>> split_list(["random,gradient", "comprehensiveness[bins=0.1,0.5],sufficiency"])
+    ('random', 'gradient', 'comprehensiveness[bins=0.1,0.5]', 'sufficiency')
+    """
+    out = []
+    for value in values or ():
+        depth, item = 0, ""
+        for ch in value:
+            depth += {"[": 1, "]": -1}.get(ch, 0)
+            if ch == "," and depth == 0:
+                out.append(item)
+                item = ""
+            else:
+                item += ch
+        out.append(item)
+    return tuple(v.strip() for v in out if v.strip())
+
+
+def _seeds(values) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in split_list(values))
+    except ValueError:
+        raise InputError(f"--seeds: expected integers, got {' '.join(values)!r}") from None
+
+
 def _config(args) -> RunConfig:
     g = lambda name, default=None: getattr(args, name, default)
     return RunConfig(
-        tasks=tuple(g("tasks") or ()) or ("synthetic",),
-        explainers=tuple(g("explainers") or ()),
-        metrics=tuple(g("metrics") or ()),
+        tasks=split_list(g("tasks")) or ("synthetic",),
+        explainers=split_list(g("explainers")),
+        metrics=split_list(g("metrics")),
         data_dir=g("data_dir"),
         out=g("out") or DEFAULT_OUT,
         fresh=bool(g("fresh")),
-        seeds=tuple(g("seeds") or (g("seed", 0),)),
+        seeds=_seeds(g("seeds")) or (g("seed", 0),),
         split=g("split"),
         limit=g("limit"),
         variant=g("variant"),
@@ -170,6 +205,7 @@ def _config(args) -> RunConfig:
         batch_size=g("batch_size", 32),
         chunk_size=g("chunk_size", 512),
         time_budget_s=g("time_budget", 5.0),
+        isolation=g("isolation", "auto"),
         progress=not g("no_progress", False),
         notes=g("notes", "") or "",
     )

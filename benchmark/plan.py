@@ -30,6 +30,7 @@ class RunConfig:
     batch_size: int = 32  # examples per explain call and per metric call
     chunk_size: int = 512  # rows per forward pass in the perturbation engine
     time_budget_s: float = 5.0  # per example, per explainer call
+    isolation: str = "auto"  # where plugins run: auto (worker for outside plugins), process, none
     progress: bool = True
     write_leaderboard: bool = True
     notes: str = ""

@@ -175,7 +175,8 @@ def explanations_for(config, ready, seed, explainer, examples, targets, split) -
     if rows and len(rows) == len(examples):
         return {"scores": [r["scores"] for r in rows], "seconds": rows[0].get("seconds", 0.0)}
     result = explain(explainer, ready, examples, targets, batch_size=config.batch_size, seed=seed,
-                     time_budget_s=config.time_budget_s, progress=config.progress)
+                     time_budget_s=config.time_budget_s, progress=config.progress,
+                     isolation=config.isolation)
     write_jsonl_atomic(path, [
         {"id": e.id, "tokens": list(e.tokens), "scores": s, "target": t, "seconds": result.seconds}
         for e, s, t in zip(examples, result.scores, result.targets)

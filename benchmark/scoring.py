@@ -17,7 +17,8 @@ from tqdm.auto import tqdm
 
 from benchmark.core.api import Explainer, MetricInput
 from benchmark.core.perturb import Perturber
-from benchmark.core.validation import explain_checked
+from benchmark.core.isolation import plugin_caller
+from benchmark.core.validation import model_eval
 
 
 @dataclass
@@ -40,22 +41,30 @@ class Scored:
 
 @torch.no_grad()
 def base_probs(ready, examples: Sequence, perturber: Perturber, batch_size: int) -> torch.Tensor:
-    """(E, C) p(·|x) of every example, once per model."""
+    """(E, C) p(·|x) of every example, once per model (in eval mode)."""
+    model_eval(ready.model)
     out = [perturber.probs(batch) for batch, _, _ in ready.batches(examples, batch_size)]
     return torch.cat(out) if out else torch.empty(0, len(ready.spec.labels))
 
 
 def explain(explainer: Explainer, ready, examples: Sequence, targets: torch.Tensor, *,
-            batch_size: int, seed: int, time_budget_s: float | None, progress: bool) -> Explained:
-    """Run the plugin over ``examples``; raises PluginError on the first bad batch."""
+            batch_size: int, seed: int, time_budget_s: float | None, progress: bool,
+            isolation: str = "auto") -> Explained:
+    """Run the plugin over ``examples``; raises PluginError on the first bad batch.
+
+    Each call is guarded (``benchmark.core.isolation``): in a worker process for an
+    outside plugin under ``isolation="auto"``, in this process for the reference ones.
+    """
     scores, start = [], time.perf_counter()
     bar = tqdm(total=len(examples), desc=f"explain {explainer.spec.name}", leave=False,
                disable=not progress)
-    for i, (batch, _, _) in enumerate(ready.batches(examples, batch_size)):
-        t = targets[i * batch_size : i * batch_size + len(batch)]
-        s = explain_checked(explainer, ready.model, batch, t, seed=seed, time_budget_s=time_budget_s)
-        scores += [s[r, : int(n)].tolist() for r, n in enumerate(batch.lengths)]
-        bar.update(len(batch))
+    with plugin_caller(explainer, ready.model, time_budget_s=time_budget_s,
+                       isolation=isolation) as caller:
+        for i, (batch, _, _) in enumerate(ready.batches(examples, batch_size)):
+            t = targets[i * batch_size : i * batch_size + len(batch)]
+            s = caller.explain(batch, t, seed=seed)
+            scores += [s[r, : int(n)].tolist() for r, n in enumerate(batch.lengths)]
+            bar.update(len(batch))
     bar.close()
     return Explained(scores, targets.tolist(), time.perf_counter() - start)
 
@@ -90,6 +99,7 @@ def score(metric, ready, examples: Sequence, scores: Sequence[Sequence[float]],
     start, rows0 = time.perf_counter(), perturber.rows_forwarded
     bar = tqdm(total=len(examples), desc=f"score {metric.spec.name}", leave=False,
                disable=not progress)
+    model_eval(ready.model)  # whatever ran before, metrics see the model without dropout
     for i, (batch, _, reference) in enumerate(ready.batches(examples, batch_size)):
         sl = slice(i * batch_size, i * batch_size + len(batch))
         padded = torch.zeros(batch.ids.shape, dtype=torch.float32)

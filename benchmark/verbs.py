@@ -19,6 +19,7 @@ from benchmark.core import stats
 from benchmark.core.api import PAIR_CLASSIFICATION
 from benchmark.core.cache import content_hash
 from benchmark.core.errors import DataFileError, PluginError
+from benchmark.core.isolation import plugin_caller
 from benchmark.core.perturb import Perturber
 from benchmark.core.records import (
     AgreementRecord,
@@ -60,6 +61,7 @@ def explain_to_file(task: str, explainer: str, out_file: str, config: RunConfig)
     targets = base_probs(ready, examples, perturber, config.batch_size).argmax(-1)
     result = explain(plugin, ready, examples, targets, batch_size=config.batch_size,
                      seed=config.seeds[0], time_budget_s=config.time_budget_s,
+                     isolation=config.isolation,
                      progress=config.progress)
     write_jsonl_atomic(Path(out_file), [
         {"id": e.id, "tokens": list(e.tokens), "scores": s, "target": t,
@@ -233,8 +235,10 @@ def validate_plugin(ref: str, config: RunConfig, n_examples: int = 8) -> list[Ch
     batch, _, _ = ready.collate(ready.examples(limit=n_examples))
     with torch.no_grad():
         target = ready.model.logits(batch).argmax(-1)
-    return [CheckResult("load", True, plugin.spec.id)] + run_checks(
-        plugin, ready.model, batch, target, time_budget_s=config.time_budget_s)
+    with plugin_caller(plugin, ready.model, time_budget_s=config.time_budget_s,
+                       isolation=config.isolation) as caller:
+        checks = run_checks(plugin, caller, batch, target, time_budget_s=config.time_budget_s)
+    return [CheckResult("load", True, plugin.spec.id)] + checks
 
 
 def submit(ref: str, config: RunConfig) -> tuple[list[CheckResult], RunSummary | None]:

@@ -19,6 +19,7 @@ from benchmark.core.api import Batch, Explainer, ExplainerSpec
 from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
 from benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
 from benchmark.core.plugins import load_explainer
+from benchmark.core.isolation import InProcess
 from benchmark.core.validation import run_checks
 from benchmark.core.vocab import collate
 from submissions.integrated_gradients import IntegratedGradientsExplainer
@@ -275,7 +276,7 @@ def test_gradient_methods_leave_no_grads_and_work_under_no_grad(name):
 def test_reference_explainer_passes_every_plugin_check(name):
     explainer = load_explainer(f"submissions.{name}")
     batch, target = padded_batch()
-    results = run_checks(explainer, classifier(), batch, target)
+    results = run_checks(explainer, InProcess(explainer, classifier(), 1.0), batch, target)
     failed = [(r.check, r.detail) for r in results if not r.passed]
     assert not failed, failed
     assert [r.check for r in results] == ["spec", "shape_and_finite", "determinism",
@@ -425,8 +426,8 @@ def test_explainers_pass_plugin_checks_on_alignment_rows(reversal):
     rows = torch.tensor([0, 5, 11, 17, 30, 40])
     small = batch.select(rows)
     for name in submissions.REFERENCE:
-        results = run_checks(load_explainer(submissions.reference_module(name)), model, small,
-                             target[rows])
+        explainer = load_explainer(submissions.reference_module(name))
+        results = run_checks(explainer, InProcess(explainer, model, 1.0), small, target[rows])
         failed = [(r.check, r.detail) for r in results if not r.passed]
         assert not failed, (name, failed)
 

@@ -1,0 +1,163 @@
+"""Where a plugin's ``explain`` runs: in this process, or in a worker process.
+
+Every call, wherever it runs, goes through ``validation.call_plugin``: the model is
+put in eval mode, and a plugin that changes a weight, leaves a thread running,
+raises (``SystemExit`` included), or returns bad scores fails with a PluginError.
+
+In-process code cannot survive ``os._exit``, a hang in C code that no signal
+interrupts, or a thread that never ends. So outside plugins run in a worker: a
+forked process that inherits the model and the loaded plugin (nothing is copied up
+front; the fork shares the memory read-only until written), receives pickled
+batches, and sends scores back. The parent enforces the time budget by waiting at
+most that long for the answer and then killing the worker; a worker that dies
+(``sys.exit``, ``os._exit``, a crash) is an EOF on the pipe, reported with its exit
+code. Whatever the plugin does to its copy of the model, the parent's model is
+untouched, and the worker is killed when the explainer is done, threads and all.
+
+The reference explainers (modules under ``submissions.``) are this project's own
+code and run in-process by default (``isolation="auto"``): the worker costs a fork
+per explainer and a pickle round trip per batch (measured in the README).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import signal
+from contextlib import contextmanager
+
+import torch
+
+from benchmark.core.api import Batch, ExplainableModel, Explainer
+from benchmark.core.errors import InputError, PluginError
+from benchmark.core.validation import call_plugin, explain_checked, over_budget
+
+ISOLATION = ("auto", "process", "none")
+TRUSTED_PACKAGE = "submissions."  # the reference explainers
+_CLOSE_WAIT_S = 2.0
+
+
+def is_reference(explainer: Explainer) -> bool:
+    """True for the project's own explainers (their class lives in ``submissions``)."""
+    return type(explainer).__module__.startswith(TRUSTED_PACKAGE)
+
+
+class InProcess:
+    """Calls the plugin here, stopped by SIGALRM after its budget (main thread only)."""
+
+    def __init__(self, explainer: Explainer, model: ExplainableModel,
+                 time_budget_s: float | None):
+        self.explainer, self.model, self.time_budget_s = explainer, model, time_budget_s
+
+    def explain(self, batch: Batch, target: torch.Tensor, *, seed: int) -> torch.Tensor:
+        return explain_checked(self.explainer, self.model, batch, target, seed=seed,
+                               time_budget_s=self.time_budget_s)
+
+    def close(self) -> None:
+        pass
+
+
+class Worker:
+    """Calls the plugin in a forked worker process, started at the first call."""
+
+    def __init__(self, explainer: Explainer, model: ExplainableModel,
+                 time_budget_s: float | None):
+        self.explainer, self.model, self.time_budget_s = explainer, model, time_budget_s
+        self.name = explainer.spec.name
+        self.process = self.conn = None
+
+    def _start(self) -> None:
+        ctx = multiprocessing.get_context("fork")
+        parent, child = ctx.Pipe()
+        self.process = ctx.Process(target=_serve, daemon=True, name=f"faithbench-{self.name}",
+                                   args=(child, self.explainer, self.model,
+                                         torch.get_num_threads()))
+        self.process.start()
+        child.close()
+        self.conn = parent
+
+    def explain(self, batch: Batch, target: torch.Tensor, *, seed: int) -> torch.Tensor:
+        if self.process is None or not self.process.is_alive():
+            self._start()
+        limit = None if self.time_budget_s is None else self.time_budget_s * len(batch)
+        try:
+            self.conn.send_bytes(pickle.dumps((batch, target, seed)))
+            if not self.conn.poll(limit):
+                self.close()
+                raise over_budget(self.name, self.time_budget_s, batch)
+            status, payload = pickle.loads(self.conn.recv_bytes())
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            code = self._reap()
+            raise PluginError(self.name, "explain", f"its worker process died (exit code "
+                              f"{code}): the plugin exited (sys.exit, os._exit) or crashed",
+                              batch.example_ids) from None
+        if status == "error":
+            stage, problem, ids = payload
+            raise PluginError(self.name, stage, problem, ids)
+        return payload
+
+    def _reap(self) -> int | None:
+        self.process.join(_CLOSE_WAIT_S)
+        code = self.process.exitcode
+        self.close()
+        return code
+
+    def close(self) -> None:
+        """Stop the worker (and any thread the plugin left in it)."""
+        if self.process is None:
+            return
+        try:
+            if self.process.is_alive():
+                try:
+                    self.conn.send_bytes(pickle.dumps(None))
+                except OSError:
+                    pass
+                self.process.join(_CLOSE_WAIT_S)
+            if self.process.is_alive():
+                self.process.kill()
+                self.process.join()
+        finally:
+            self.conn.close()
+            self.process = self.conn = None
+
+
+def _serve(conn, explainer: Explainer, model: ExplainableModel, threads: int) -> None:
+    """The worker's loop: one (batch, target, seed) in, one ("ok", scores) or
+    ("error", (stage, problem, example ids)) out, until ``None`` arrives."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the user's Ctrl-C is for the parent
+    torch.set_num_threads(threads)
+    while True:
+        try:
+            request = pickle.loads(conn.recv_bytes())
+        except EOFError:
+            break
+        if request is None:
+            break
+        batch, target, seed = request
+        try:
+            answer = ("ok", call_plugin(explainer, model, batch, target, seed=seed,
+                                        catch=BaseException))
+        except PluginError as exc:
+            answer = ("error", (exc.stage, exc.problem, exc.example_ids))
+        conn.send_bytes(pickle.dumps(answer))
+    conn.close()
+    os._exit(0)  # no atexit hooks, no waiting on threads the plugin left behind
+
+
+def check_isolation(isolation: str) -> None:
+    if isolation not in ISOLATION:
+        raise InputError(f"unknown isolation {isolation!r}; choose one of {', '.join(ISOLATION)}")
+
+
+@contextmanager
+def plugin_caller(explainer: Explainer, model: ExplainableModel, *,
+                  time_budget_s: float | None, isolation: str = "auto"):
+    """The object whose ``explain(batch, target, seed=)`` every caller uses; closed after."""
+    check_isolation(isolation)
+    in_worker = isolation == "process" or (isolation == "auto" and not is_reference(explainer))
+    caller = (Worker if in_worker else InProcess)(explainer, model, time_budget_s)
+    try:
+        yield caller
+    finally:
+        caller.close()

@@ -1,0 +1,13 @@
+"""Broken plugin: raises KeyboardInterrupt from explain, as if the user pressed Ctrl-C."""
+
+from benchmark.core.api import ExplainerSpec
+
+
+class RaisesKeyboardInterrupt:
+    spec = ExplainerSpec(name="broken_interrupt", version="1")
+
+    def explain(self, model, batch, target, *, rng):
+        raise KeyboardInterrupt
+
+
+EXPLAINER = RaisesKeyboardInterrupt()

@@ -1,0 +1,185 @@
+"""Plugins that misbehave beyond raising: they exit the process, interrupt, hang,
+change the model's weights, switch it to train mode, or leave threads running.
+None of them may take down the run, change what other explainers and metrics see,
+or enter the leaderboard; and ``validate`` must return under its time budget."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchmark.core.cache import weights_hash
+from benchmark.core.errors import PluginError
+from benchmark.core.isolation import InProcess, Worker, is_reference, plugin_caller
+from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
+from benchmark.core.plugins import load_explainer
+from benchmark.core.records import read_jsonl, read_results
+from benchmark.core.vocab import collate
+from benchmark.plan import RunConfig
+from benchmark.runner import resolve_explainer, run
+from benchmark.verbs import validate_plugin
+
+PLUGINS = Path(__file__).parent / "plugins"
+IDS = ("ex-a", "ex-b", "ex-c")
+FAST = dict(limit=16, batch_size=8, progress=False)
+
+
+def plugin(name: str):
+    return load_explainer(str(PLUGINS / f"{name}.py"))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def model():
+    torch.manual_seed(0)
+    return AttentionClassifier(ClassifierConfig(vocab_size=50, num_classes=2, embed_dim=16,
+                                                hidden=16, attn_dim=16)).eval()
+
+
+@pytest.fixture
+def batch():
+    return collate([[5, 6, 7, 8], [9, 10], [11, 12, 13]], IDS), torch.tensor([0, 1, 0])
+
+
+# ---------------------------------------------------------------- in a worker process
+
+WORKER_FAILURES = [
+    # plugin file, what the failure says
+    ("calls_os_exit", "worker process died (exit code 7)"),
+    ("calls_sys_exit", "raised SystemExit: 3"),
+    ("raises_keyboard_interrupt", "raised KeyboardInterrupt"),
+    ("leaves_thread", "left 1 thread(s) running (plugin-leftover)"),
+    ("changes_weights", "changed the model's parameters (embedding.weight)"),
+    ("hangs", "exceeded its time budget of 0.5s per example"),
+]
+
+
+@pytest.mark.parametrize("file, says", WORKER_FAILURES)
+def test_worker_turns_every_misbehaviour_into_a_plugin_error(file, says, model, batch):
+    b, target = batch
+    before = weights_hash(model.state_dict())
+    start = time.perf_counter()
+    with plugin_caller(plugin(file), model, time_budget_s=0.5, isolation="process") as caller:
+        assert isinstance(caller, Worker)
+        with pytest.raises(PluginError) as info:
+            caller.explain(b, target, seed=0)
+    err = info.value
+    assert says in str(err) and err.stage == "explain" and err.example_ids == IDS
+    assert time.perf_counter() - start < 20  # the hang is cut at 3 x 0.5 s, not an hour
+    assert weights_hash(model.state_dict()) == before and not model.training
+
+
+def test_worker_gives_the_same_scores_as_in_process(model, batch):
+    b, target = batch
+    gradient = resolve_explainer("gradient")
+    with plugin_caller(gradient, model, time_budget_s=5.0, isolation="process") as caller:
+        isolated = caller.explain(b, target, seed=0)
+        again = caller.explain(b, target, seed=0)  # the worker serves many calls
+    here = InProcess(gradient, model, 5.0).explain(b, target, seed=0)
+    torch.testing.assert_close(isolated, here, rtol=0, atol=0)
+    torch.testing.assert_close(again, here, rtol=0, atol=0)
+
+
+def test_auto_isolation_runs_only_outside_plugins_in_a_worker(model):
+    assert is_reference(resolve_explainer("occlusion"))
+    assert not is_reference(plugin("calls_os_exit"))
+    with plugin_caller(resolve_explainer("occlusion"), model, time_budget_s=1.0) as caller:
+        assert isinstance(caller, InProcess)
+    with plugin_caller(plugin("calls_os_exit"), model, time_budget_s=1.0) as caller:
+        assert isinstance(caller, Worker)
+    with plugin_caller(plugin("calls_os_exit"), model, time_budget_s=1.0,
+                       isolation="none") as caller:
+        assert isinstance(caller, InProcess)
+
+
+# ---------------------------------------------------------------- in this process
+
+def test_in_process_weight_change_is_undone_and_fails(model, batch):
+    b, target = batch
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(PluginError, match="changed the model's parameters"):
+        InProcess(plugin("changes_weights"), model, 5.0).explain(b, target, seed=0)
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k]), k
+
+
+def test_in_process_train_mode_is_switched_back(model, batch):
+    b, target = batch
+    gradient = resolve_explainer("gradient")
+    clean = InProcess(gradient, model, 5.0).explain(b, target, seed=0)
+    InProcess(plugin("calls_train"), model, 5.0).explain(b, target, seed=0)
+    assert not model.training
+    after = InProcess(gradient, model, 5.0).explain(b, target, seed=0)
+    torch.testing.assert_close(after, clean, rtol=0, atol=0)
+
+
+def test_in_process_sys_exit_and_threads_are_reported(model, batch):
+    b, target = batch
+    with pytest.raises(PluginError, match="raised SystemExit: 3"):
+        InProcess(plugin("calls_sys_exit"), model, 5.0).explain(b, target, seed=0)
+    leaves = plugin("leaves_thread")
+    try:
+        with pytest.raises(PluginError, match=r"left 1 thread\(s\) running"):
+            InProcess(leaves, model, 5.0).explain(b, target, seed=0)
+    finally:
+        import sys
+
+        sys.modules[type(leaves).__module__].STOP.set()  # end the thread this test started
+
+
+# ---------------------------------------------------------------- a whole run
+
+def test_run_survives_every_misbehaving_plugin(tmp_path, synthetic_ready):
+    """The bad plugins fail and are recorded; the reference explainer after them gets
+    exactly the results it gets alone; nothing of the bad ones enters the leaderboard;
+    a plugin that only switched to train mode is harmless to the others."""
+    bad = ["calls_os_exit", "calls_sys_exit", "raises_keyboard_interrupt", "leaves_thread",
+           "changes_weights"]
+    refs = tuple(str(PLUGINS / f"{b}.py") for b in bad) + (str(PLUGINS / "calls_train.py"),)
+    metrics = ("comprehensiveness", "flip_rate")
+    mixed = run(RunConfig(out=str(tmp_path / "mixed"), explainers=refs + ("gradient",),
+                          metrics=metrics, time_budget_s=2.0, **FAST))
+    alone = run(RunConfig(out=str(tmp_path / "alone"), explainers=("gradient",),
+                          metrics=metrics, **FAST))
+    assert mixed.exit_code == 1
+    failed = {f.explainer.split("@")[0] for f in mixed.failures}
+    assert failed == {"broken_os_exit", "broken_sys_exit", "broken_interrupt", "broken_thread",
+                      "broken_weights"}
+    assert len(read_jsonl(tmp_path / "mixed" / "failures.jsonl")) == len(bad)
+
+    def values(folder):
+        return {(r.explainer, r.metric): [row["value"] for row in
+                                          read_jsonl(tmp_path / folder / r.per_example_file)]
+                for r in read_results(tmp_path / folder / "results.jsonl")}
+
+    got, want = values("mixed"), values("alone")
+    assert {e.split("[")[0].split("@")[0] for e, _ in got} == {"gradient", "misbehaves_train"}
+    for key, v in want.items():
+        assert got[key] == v, key
+    entries = {json.loads((p / "header.json").read_text())["explainer_name"]
+               for p in mixed.entries}
+    assert entries == {"gradient", "misbehaves_train"}
+    assert synthetic_ready.checkpoint == weights_hash(synthetic_ready.model.state_dict())
+
+
+def test_validate_of_a_hanging_plugin_returns_within_its_budget(synthetic_ready):
+    start = time.perf_counter()
+    checks = validate_plugin(str(PLUGINS / "hangs.py"), RunConfig(time_budget_s=0.25, **FAST))
+    took = time.perf_counter() - start
+    failed = {c.check for c in checks if not c.passed}
+    assert {"shape_and_finite", "time_per_example"} <= failed
+    assert "time budget of 0.25s" in next(c.detail for c in checks if c.check == "shape_and_finite")
+    assert took < 60, took  # one budget (8 examples x 0.25 s), plus the model; not an hour
+    assert os.getpid()  # and this process is still here
