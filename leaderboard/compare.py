@@ -1,9 +1,18 @@
-"""Compare two entries example by example, with ``benchmark.core.stats.paired_bootstrap``.
+"""Compare two entries example by example: a paired sign-flip test, Holm-corrected.
 
 Values are joined on (task, model seed, example id), so only examples both entries
-scored count; with several seeds each example's values are averaged over the shared
-seeds first, and the bootstrap resamples examples. ``diff`` is mean(a) - mean(b); the
-"better" column reads it through the metric's direction, and only when p < alpha.
+scored count, and with several seeds only the examples scored under every shared seed.
+Per (task, metric):
+
+- ``p_value``: ``benchmark.core.stats.sign_flip_test`` on the per-example values
+  averaged over the shared seeds. It tests the difference on these examples,
+  conditional on these model checkpoints; exact when 2^n fits the resample budget.
+- the CI of ``diff`` = mean(a) - mean(b): with several seeds a two-level bootstrap
+  (seeds, then examples) of the (seeds x examples) matrix of a - b, so it also covers
+  retraining; with one seed the bootstrap over examples.
+- ``p_holm``: Holm's correction across every row one ``compare`` call returns (all
+  tasks x metrics), since a reader scans them all for a winner. ``better`` reads
+  ``diff`` through the metric's direction, and only when p_holm < alpha.
 """
 
 from __future__ import annotations
@@ -11,9 +20,9 @@ from __future__ import annotations
 import math
 
 from benchmark.core.errors import InputError
-from benchmark.core.stats import ALPHA, N_RESAMPLES, SEED, paired_bootstrap
+from benchmark.core.stats import ALPHA, N_RESAMPLES, SEED, holm, sign_flip_test, two_level_bootstrap
 from leaderboard.entry import Entry, seed_means
-from leaderboard.rank import FAMILIES, matches
+from leaderboard.rank import FAMILIES, matches, seed_matrix
 from leaderboard.suite import require_same_suite, short_name
 
 NO_DIFFERENCE = "no significant difference"
@@ -23,8 +32,11 @@ def compare(
     a: Entry, b: Entry, *, task: str | None = None, metric: str | None = None
 ) -> list[dict]:
     """One row per (task, metric) both entries have: task, family, metric, metric_name,
-    direction, a, b, a_entry, b_entry, n, model_seeds, mean_a, mean_b, diff, ci_low,
-    ci_high, p_value, confidence, better, better_entry."""
+    direction, a, b, a_entry, b_entry, n, model_seeds, n_seeds, mean_a, mean_b, diff,
+    ci_low, ci_high, ci_method, p_value, p_holm, test, confidence, better, better_entry.
+
+    ``p_holm`` is adjusted over the rows of this call, so narrowing ``task`` or
+    ``metric`` changes it."""
     if a.entry_id == b.entry_id:
         raise InputError(f"compare needs two different entries; got {a.label} twice")
     ra, rb = _results(a, task, metric), _results(b, task, metric)
@@ -52,6 +64,8 @@ def compare(
                 f"{rec_b['family']}/{rec_b['direction']}"
             )
         rows.append(_compare_one(a, b, t, m, rec_a))
+    for row, p in zip(rows, holm([r["p_value"] for r in rows])):
+        _decide(row, p, a, b)
     return rows
 
 
@@ -79,21 +93,21 @@ def _compare_one(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
             "values); a paired comparison needs the same examples"
         )
     ids = sorted(xa)
+    seeds = sorted({seed for seed, _ in shared})
     est = rec["estimate"]
     confidence = est.get("confidence", 1 - ALPHA)
-    alpha = round(1 - confidence, 12)
-    d = paired_bootstrap(
-        [xa[i] for i in ids],
-        [xb[i] for i in ids],
-        n_resamples=est.get("n_resamples", N_RESAMPLES),
-        alpha=alpha,
-        seed=est.get("bootstrap_seed", SEED),
-    )
-    better, better_entry = NO_DIFFERENCE, None
-    if d.p_value < alpha and d.diff != 0 and rec["direction"] != "none":
-        a_wins = (d.diff > 0) == (rec["direction"] == "higher")
-        winner = a if a_wins else b
-        better, better_entry = winner.explainer, winner.entry_id
+    settings = {
+        "n_resamples": est.get("n_resamples", N_RESAMPLES),
+        "alpha": round(1 - confidence, 12),
+        "seed": est.get("bootstrap_seed", SEED),
+    }
+    d = sign_flip_test([xa[i] for i in ids], [xb[i] for i in ids], **settings)
+    lo, hi, ci_method = d.ci_low, d.ci_high, "bootstrap over examples"
+    if len(seeds) > 1:
+        diffs = {k: va[k] - vb[k] for k in shared}
+        _, matrix = seed_matrix(diffs, seeds)  # (S, N), columns in the order of ids
+        two = two_level_bootstrap(matrix, **settings)
+        lo, hi, ci_method = two.ci_low, two.ci_high, "two-level bootstrap"
     return {
         "task": task,
         "family": rec["family"],
@@ -105,14 +119,28 @@ def _compare_one(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
         "a_entry": a.entry_id,
         "b_entry": b.entry_id,
         "n": d.n,
-        "model_seeds": sorted({seed for seed, _ in shared}),
+        "model_seeds": seeds,
+        "n_seeds": len(seeds),
         "mean_a": math.fsum(xa.values()) / len(xa),
         "mean_b": math.fsum(xb.values()) / len(xb),
         "diff": d.diff,
-        "ci_low": d.ci_low,
-        "ci_high": d.ci_high,
+        "ci_low": lo,
+        "ci_high": hi,
+        "ci_method": ci_method,
         "p_value": d.p_value,
+        "p_holm": None,  # set by compare, over all its rows
+        "test": d.test,
         "confidence": confidence,
-        "better": better,
-        "better_entry": better_entry,
+        "better": NO_DIFFERENCE,
+        "better_entry": None,
     }
+
+
+def _decide(row: dict, p_holm: float, a: Entry, b: Entry) -> None:
+    """Set p_holm, and name a winner where it is below alpha and the metric has a side."""
+    row["p_holm"] = p_holm
+    alpha = round(1 - row["confidence"], 12)
+    if p_holm < alpha and row["diff"] != 0 and row["direction"] != "none":
+        a_wins = (row["diff"] > 0) == (row["direction"] == "higher")
+        winner = a if a_wins else b
+        row["better"], row["better_entry"] = winner.explainer, winner.entry_id

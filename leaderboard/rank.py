@@ -3,11 +3,14 @@
 Each ranking holds one metric, so one family: faithfulness and plausibility scores
 never share a ranking. Equal means share a rank (1, 1, 3). An entry whose confidence
 interval overlaps that of the entry listed just above it is marked
-(``overlaps_above``), so a reader sees where the order is not significant.
+(``overlaps_above``). That is a reading aid, not a test: whether two entries differ is
+``leaderboard.compare`` (a paired sign-flip test on the same examples, Holm-corrected).
 
-With one model seed a row is the stored estimate. With several, each example's value
-is averaged over the seeds first and ``benchmark.core.stats.bootstrap`` resamples the
-examples, with the records' own bootstrap settings.
+With one model seed a row is the stored estimate. With several, the row's mean and CI
+come from ``benchmark.core.stats.two_level_bootstrap`` over the (seeds x examples)
+matrix of the examples scored under every seed, with the records' own bootstrap
+settings: seeds are resampled, then examples, so the CI also covers retraining the
+model. ``seed_sd``, ``seed_min`` and ``seed_max`` describe the per-seed means.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ import math
 from collections import defaultdict
 
 from benchmark.core.errors import DataFileError, InputError
-from benchmark.core.stats import ALPHA, N_RESAMPLES, SEED, bootstrap
-from leaderboard.entry import Entry, seed_means
+from benchmark.core.stats import ALPHA, N_RESAMPLES, SEED, two_level_bootstrap
+from leaderboard.entry import Entry
 from leaderboard.suite import require_same_suite, short_name
 
 FAMILIES = ("faithfulness", "plausibility", "descriptive")
@@ -47,7 +50,8 @@ def rank(
     ``task`` and ``metric`` are canonical ids or short names; ``family`` is
     "faithfulness" or "plausibility". Rows carry task, family, metric, metric_name,
     direction, rank, overlaps_above, entry_id, explainer, explainer_name, mean,
-    ci_low, ci_high, n, confidence, model_seeds.
+    ci_low, ci_high, n, confidence, model_seeds, n_seeds, seed_sd, seed_min, seed_max
+    (one seed: n_seeds 1, seed_sd 0.0, seed_min = seed_max = mean).
     """
     if family is not None and family not in FAMILIES:
         raise InputError(f"unknown family {family!r}; choose from {', '.join(FAMILIES)}")
@@ -93,16 +97,32 @@ def _group_meta(task: str, metric: str, members) -> tuple[str, str]:
     return fam, direction
 
 
+def seed_matrix(
+    values: dict[tuple[int, str], float], seeds: list[int]
+) -> tuple[list[str], list[list[float]]]:
+    """(example ids, (S, N) values): the ids scored under every one of ``seeds``, sorted;
+    row s holds seed ``seeds[s]``.
+
+    >>> seed_matrix({(0, "a"): 1.0, (1, "a"): 3.0, (0, "b"): 5.0, (1, "c"): 2.0}, [0, 1])
+    (['a'], [[1.0], [3.0]])
+    """
+    per_seed: dict[int, set[str]] = defaultdict(set)
+    for seed, example in values:
+        per_seed[seed].add(example)
+    ids = sorted(set.intersection(*(per_seed[s] for s in seeds))) if seeds else []
+    return ids, [[values[(s, i)] for i in ids] for s in seeds]
+
+
 def _score(e: Entry, task: str, metric: str, recs: list[dict]) -> dict:
     seeds = [r["model_seed"] for r in recs]
     est = recs[0]["estimate"]
+    confidence = est.get("confidence", 1 - ALPHA)
     if len(recs) == 1:
         mean, lo, hi, n = est["mean"], est["ci_low"], est["ci_high"], est["n"]
-        confidence = est.get("confidence", 1 - ALPHA)
+        spread = {"n_seeds": 1, "seed_sd": 0.0, "seed_min": float(mean), "seed_max": float(mean)}
     else:
-        values = e.values(task, metric)
-        means = seed_means(values, {k for k in values if k[0] in seeds})
-        if not means:
+        ids, matrix = seed_matrix(e.values(task, metric), seeds)
+        if not ids:
             raise DataFileError(
                 e.path / "per_example.jsonl",
                 None,
@@ -110,14 +130,19 @@ def _score(e: Entry, task: str, metric: str, recs: list[dict]) -> dict:
                 f"no example has values under every model seed {seeds} for "
                 f"task {task!r}, metric {metric!r}",
             )
-        confidence = est.get("confidence", 1 - ALPHA)
-        b = bootstrap(
-            list(means.values()),
+        b = two_level_bootstrap(
+            matrix,
             n_resamples=est.get("n_resamples", N_RESAMPLES),
             alpha=round(1 - confidence, 12),
             seed=est.get("bootstrap_seed", SEED),
         )
         mean, lo, hi, n = b.mean, b.ci_low, b.ci_high, b.n
+        spread = {
+            "n_seeds": b.n_seeds,
+            "seed_sd": b.seed_sd,
+            "seed_min": b.seed_min,
+            "seed_max": b.seed_max,
+        }
     return {
         "entry_id": e.entry_id,
         "explainer": e.explainer,
@@ -128,6 +153,7 @@ def _score(e: Entry, task: str, metric: str, recs: list[dict]) -> dict:
         "n": int(n),
         "confidence": float(confidence),
         "model_seeds": seeds,
+        **spread,
     }
 
 

@@ -18,7 +18,7 @@ import pytest
 import leaderboard.entry as entry_module
 from benchmark.core.cache import content_hash
 from benchmark.core.errors import DataFileError, InputError, UnknownNameError
-from benchmark.core.stats import bootstrap
+from benchmark.core.stats import bootstrap, two_level_bootstrap
 from leaderboard import (
     compare,
     find_entry,
@@ -172,6 +172,8 @@ def test_rank_orders_by_direction_with_ties_and_overlap_marker(board):
     assert by[(COMP, ATT)]["mean"] == 0.625 and by[(SUFF, GRAD)]["mean"] == 0.1875
     assert (by[(SUFF, GRAD)]["ci_low"], by[(SUFF, GRAD)]["ci_high"]) == (0.14, 0.24)
     assert by[(SUFF, GRAD)]["n"] == 4 and by[(SUFF, GRAD)]["model_seeds"] == [0]
+    one_seed = {k: by[(SUFF, GRAD)][k] for k in ("n_seeds", "seed_sd", "seed_min", "seed_max")}
+    assert one_seed == {"n_seeds": 1, "seed_sd": 0.0, "seed_min": 0.1875, "seed_max": 0.1875}
     assert [r["family"] for r in rows] == ["faithfulness"] * 6 + ["plausibility"] * 2
 
 
@@ -188,18 +190,37 @@ def test_rank_filters_by_metric_name_id_task_and_family(board):
         rank(entries, family="faithful")
 
 
-def test_rank_averages_examples_over_seeds(tmp_path):
+def seeded_entry(root, explainer, per_seed, *, metric=COMP):
+    """One entry with ``per_seed``: model seed -> per-example values (ids ex0, ex1, ...)."""
+    results = [record(explainer, metric, v, seed=s) for s, v in per_seed.items()]
+    rows = [row for s, v in per_seed.items() for row in rows_of(metric, v, seed=s)]
+    spec = {"name": explainer.split("[")[0].split("@")[0]}
+    return read_entry(write_entry(root, explainer_spec=spec, results=results, per_example=rows))
+
+
+def test_rank_bootstraps_seeds_then_examples(tmp_path):
     # seed 0: ex0..ex2 = 1, 2, 3; seed 1: 3, 4, 5 and an ex3 seed 0 lacks -> dropped.
-    results = [
-        record(ATT, COMP, [1.0, 2.0, 3.0], seed=0),
-        record(ATT, COMP, [3.0, 4.0, 5.0, 9.0], seed=1),
-    ]
-    rows = rows_of(COMP, [1.0, 2.0, 3.0], seed=0) + rows_of(COMP, [3.0, 4.0, 5.0, 9.0], seed=1)
-    e = read_entry(write_entry(tmp_path, explainer_spec={}, results=results, per_example=rows))
+    e = seeded_entry(tmp_path, ATT, {0: [1.0, 2.0, 3.0], 1: [3.0, 4.0, 5.0, 9.0]})
     (row,) = rank([e])
     assert (row["mean"], row["n"], row["model_seeds"]) == (3.0, 3, [0, 1])
-    expected = bootstrap([2.0, 3.0, 4.0])  # per-example means over the two seeds
+    # per-seed means 2 and 4: sd sqrt(((2 - 3)^2 + (4 - 3)^2) / 1)
+    assert (row["n_seeds"], row["seed_sd"], row["seed_min"], row["seed_max"]) == (
+        2,
+        math.sqrt(2),
+        2.0,
+        4.0,
+    )
+    expected = two_level_bootstrap([[1.0, 2.0, 3.0], [3.0, 4.0, 5.0]])
     assert (row["ci_low"], row["ci_high"]) == (expected.ci_low, expected.ci_high)
+
+
+def test_rank_ci_covers_seeds_that_disagree(tmp_path):
+    # every example 0 under seed 0 and 1 under seed 1: the seed-averaged values are all
+    # 0.5 (a one-level CI of [0.5, 0.5]); resampling seeds gives means 0, 0.5 and 1
+    e = seeded_entry(tmp_path, ATT, {0: [0.0] * 4, 1: [1.0] * 4})
+    (row,) = rank([e])
+    assert (row["mean"], row["ci_low"], row["ci_high"]) == (0.5, 0.0, 1.0)
+    assert (bootstrap([0.5] * 4).ci_low, bootstrap([0.5] * 4).ci_high) == (0.5, 0.5)
 
 
 def test_rank_refuses_entries_from_different_suites(tmp_path):
@@ -217,7 +238,8 @@ def test_compare_identical_values_gives_zero_and_p_one(tmp_path):
     a = make_entry(tmp_path, ATT, {COMP: values})
     b = make_entry(tmp_path, GRAD, {COMP: values})
     (row,) = compare(a, b)
-    assert (row["diff"], row["p_value"], row["n"]) == (0.0, 1.0, 50)
+    assert (row["diff"], row["p_value"], row["p_holm"], row["n"]) == (0.0, 1.0, 1.0, 50)
+    assert row["test"] == "sign-flip monte carlo"  # 2^50 patterns: 2000 drawn
     assert row["better"] == NO_DIFFERENCE and row["better_entry"] is None
 
 
@@ -230,11 +252,62 @@ def test_compare_constant_shift_is_significant_in_the_metric_direction(tmp_path)
     for r in rows.values():
         assert r["diff"] == 0.5 and r["n"] == 200
         assert r["ci_low"] <= 0.5 <= r["ci_high"] and r["ci_low"] > 0
-        assert r["p_value"] < 0.01
+        # only the all-plus and all-minus of 2^200 sign patterns reach |0.5|; none of the
+        # 2000 drawn does: p = (0 + 1) / 2001, and Holm over the 2 rows doubles it
+        assert (r["p_value"], r["p_holm"], r["test"]) == (
+            1 / 2001,
+            2 / 2001,
+            "sign-flip monte carlo",
+        )
         assert r["mean_a"] - r["mean_b"] == 0.5
+        assert (r["n_seeds"], r["ci_method"]) == (1, "bootstrap over examples")
     assert rows[COMP]["better"] == ATT and rows[COMP]["better_entry"] == a.entry_id
     assert rows[SUFF]["better"] == GRAD  # lower sufficiency is better: b wins
     assert [r["metric"] for r in compare(a, b, metric="sufficiency")] == [SUFF]
+
+
+def test_compare_one_example_names_no_winner(tmp_path):
+    # one difference d: the patterns +d and -d both reach |d|, so p = 2/2 = 1
+    a = make_entry(tmp_path, ATT, {COMP: [0.875]})
+    b = make_entry(tmp_path, GRAD, {COMP: [0.125]})
+    (row,) = compare(a, b)
+    assert (row["diff"], row["n"], row["p_value"], row["p_holm"]) == (0.75, 1, 1.0, 1.0)
+    assert row["test"] == "sign-flip exact"
+    assert row["better"] == NO_DIFFERENCE and row["better_entry"] is None
+
+
+def test_compare_exact_p_on_three_examples(tmp_path):
+    # d = 0.25 * [1, 2, 3]: of 8 sign patterns only all-plus and all-minus reach |6|/4
+    a = make_entry(tmp_path, ATT, {COMP: [0.5, 0.75, 1.0]})
+    b = make_entry(tmp_path, GRAD, {COMP: [0.25, 0.25, 0.25]})
+    (row,) = compare(a, b)
+    assert (row["diff"], row["p_value"], row["test"]) == (0.5, 0.25, "sign-flip exact")
+
+
+def test_compare_holm_keeps_a_raw_p_below_alpha_from_naming_a_winner(tmp_path):
+    # comprehensiveness: d = 0.25 on 6 examples, exact p = 2/64 = 0.03125 < 0.05;
+    # sufficiency: d = 0, p = 1. Holm over the 2 rows: 2 * 0.03125 = 0.0625, then 1.
+    a = make_entry(tmp_path, ATT, {COMP: [0.75] * 6, SUFF: [0.5] * 6})
+    b = make_entry(tmp_path, GRAD, {COMP: [0.5] * 6, SUFF: [0.5] * 6})
+    rows = {r["metric"]: r for r in compare(a, b)}
+    assert (rows[COMP]["p_value"], rows[COMP]["p_holm"]) == (0.03125, 0.0625)
+    assert (rows[SUFF]["p_value"], rows[SUFF]["p_holm"]) == (1.0, 1.0)
+    assert rows[COMP]["better"] == NO_DIFFERENCE and rows[SUFF]["better"] == NO_DIFFERENCE
+    # alone in its call, the same comparison is a family of one: p_holm = p < 0.05
+    (alone,) = compare(a, b, metric="comprehensiveness")
+    assert (alone["p_holm"], alone["better"], alone["better_entry"]) == (0.03125, ATT, a.entry_id)
+
+
+def test_compare_with_seeds_bootstraps_seeds_then_examples(tmp_path):
+    # a - b is 0 on every example under seed 0 and 1 under seed 1: the seed-averaged
+    # difference is 0.5 everywhere (p = 2/16 over 4 examples), and resampling the
+    # seeds gives mean differences 0, 0.5 and 1, so the CI is [0, 1]
+    a = seeded_entry(tmp_path, ATT, {0: [0.5] * 4, 1: [1.5] * 4})
+    b = seeded_entry(tmp_path, GRAD, {0: [0.5] * 4, 1: [0.5] * 4})
+    (row,) = compare(a, b)
+    assert (row["diff"], row["n"], row["model_seeds"], row["n_seeds"]) == (0.5, 4, [0, 1], 2)
+    assert (row["ci_low"], row["ci_high"], row["ci_method"]) == (0.0, 1.0, "two-level bootstrap")
+    assert (row["p_value"], row["test"], row["better"]) == (0.125, "sign-flip exact", NO_DIFFERENCE)
 
 
 def test_compare_uses_only_shared_examples(tmp_path):
@@ -440,8 +513,11 @@ def test_historic_entries_still_read_rank_and_compare():
         ("gradient_x_input@1", 1, 0.5, 4),
         ("attention@1", 2, 0.25, 4),
     ]
+    assert [r["n_seeds"] for r in rows] == [1, 1]
     (row,) = compare(find_entry(entries, "gradient_x_input"), find_entry(entries, "attention"))
     assert (row["diff"], row["n"]) == (0.25, 4)
+    # d = 0.25, 0.5, 0, 0.25: 4 of the 16 sign patterns reach |sum d| = 1
+    assert (row["p_value"], row["test"], row["better"]) == (0.25, "sign-flip exact", NO_DIFFERENCE)
 
 
 # --- render -------------------------------------------------------------------------------

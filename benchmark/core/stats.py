@@ -1,8 +1,16 @@
 """The only place confidence intervals and significance are computed.
 
-Percentile bootstrap over examples (Efron & Tibshirani 1993), with a fixed seed so
-the same values give the same interval; paired bootstrap for comparing two
-explainers on the same examples (Koehn 2004 style, centred under the null).
+- ``bootstrap``: mean and percentile CI over examples (Efron & Tibshirani 1993).
+- ``two_level_bootstrap``: the same over a (model seeds x examples) matrix, resampling
+  seeds, then examples (a hierarchical bootstrap), so the CI also carries the spread
+  between retrained models; with one seed it is ``bootstrap`` exactly.
+- ``sign_flip_test``: paired two-sided permutation test of mean(a - b) = 0, exact
+  when all 2^n sign patterns fit in the resample budget (Fisher 1935; Good 2005).
+- ``holm``: Holm-Bonferroni step-down adjustment for a family of p-values (Holm 1979).
+
+Every resample is drawn from a generator with a fixed seed, so the same values give
+the same interval and p-value. Streams: examples ``default_rng(seed)``, seed rows
+``default_rng([seed, 1])``, sign patterns ``default_rng([seed, 2])``.
 """
 
 from dataclasses import asdict, dataclass
@@ -12,6 +20,11 @@ import numpy as np
 N_RESAMPLES = 2000
 ALPHA = 0.05
 SEED = 0
+# resampled values held at once, per chunk (8 bytes each: ~16 MB)
+_CHUNK = 2_000_000
+# |statistic| >= |observed| - _TOL counts as "at least as extreme": float noise in the
+# sum of +-d must not turn a tie into a miss
+_TOL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -30,14 +43,67 @@ class Estimate:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class SeedEstimate:
+    """Mean with a two-level (seeds, then examples) CI, and the spread over seeds.
+
+    ``n`` is the number of examples (shared by every seed); ``seed_means`` the mean of
+    each seed's row, in row order; ``seed_sd`` their sample sd (ddof=1; 0.0 for one seed).
+    """
+
+    mean: float
+    ci_low: float
+    ci_high: float
+    n: int
+    n_resamples: int
+    confidence: float
+    bootstrap_seed: int
+    n_seeds: int
+    seed_means: tuple[float, ...]
+    seed_sd: float
+    seed_min: float
+    seed_max: float
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["seed_means"] = list(self.seed_means)
+        return d
+
+
+def _finite(v: np.ndarray, what: str) -> None:
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{what} got non-finite values; refusing to report a mean")
+
+
 def _resample_means(values: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     n = len(values)
     means = np.empty(n_resamples)
-    step = max(1, 2_000_000 // max(n, 1))  # bound memory: chunks of resamples
+    step = max(1, _CHUNK // max(n, 1))  # bound memory: chunks of resamples
     for s in range(0, n_resamples, step):
         m = min(step, n_resamples - s)
         means[s : s + m] = values[rng.integers(0, n, size=(m, n))].mean(axis=1)
+    return means
+
+
+def _resample_matrix_means(matrix: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    """Means of resampled sub-matrices: S rows with replacement, then N columns.
+
+    Columns come from the same stream, in the same chunks, as ``_resample_means``, and
+    the mean is taken as (column means over the drawn rows)[drawn columns].mean(), so
+    for S == 1 every number is the one ``_resample_means(matrix[0])`` gives.
+    """
+    rng = np.random.default_rng(seed)
+    seed_rng = np.random.default_rng([seed, 1])
+    s_count, n = matrix.shape
+    means = np.empty(n_resamples)
+    step = max(1, _CHUNK // max(s_count * n, 1))  # (m, S, N) per chunk
+    for s in range(0, n_resamples, step):
+        m = min(step, n_resamples - s)
+        cols = rng.integers(0, n, size=(m, n))  # (m, N)
+        rows = seed_rng.integers(0, s_count, size=(m, s_count))  # (m, S)
+        col_means = matrix[rows].mean(axis=1)  # (m, S, N) -> (m, N)
+        means[s : s + m] = np.take_along_axis(col_means, cols, axis=1).mean(axis=1)
     return means
 
 
@@ -51,42 +117,145 @@ def bootstrap(values, *, n_resamples: int = N_RESAMPLES, alpha: float = ALPHA, s
     v = np.asarray(values, dtype=float)
     if v.ndim != 1 or len(v) == 0:
         raise ValueError("bootstrap needs a non-empty 1-d array of values")
-    if not np.all(np.isfinite(v)):
-        raise ValueError("bootstrap got non-finite values; refusing to report a mean")
+    _finite(v, "bootstrap")
     means = _resample_means(v, n_resamples, seed)
     lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
     return Estimate(float(v.mean()), float(lo), float(hi), len(v), n_resamples, 1 - alpha, seed)
 
 
+def two_level_bootstrap(
+    matrix, *, n_resamples: int = N_RESAMPLES, alpha: float = ALPHA, seed: int = SEED
+) -> SeedEstimate:
+    """Grand mean and percentile CI of a (S seeds, N examples) matrix of values.
+
+    Each resample draws S seed rows with replacement, then N example columns with
+    replacement, and takes the mean of that sub-matrix: the model seed and the example
+    are both random draws, so the CI covers retraining as well as the test sample.
+    Every row must hold the same N examples in the same column order.
+
+    >>> e = two_level_bootstrap([[1.0, 1.0], [3.0, 3.0]])
+    >>> (e.mean, e.n, e.n_seeds, e.seed_means, e.seed_sd, e.seed_min, e.seed_max)
+    (2.0, 2, 2, (1.0, 3.0), 1.4142135623730951, 1.0, 3.0)
+    >>> (e.ci_low, e.ci_high)  # both rows drawn from one seed in some resamples
+    (1.0, 3.0)
+    >>> two_level_bootstrap([[0.5, 1.5]]) == two_level_bootstrap([[0.5, 1.5]])
+    True
+    """
+    v = np.asarray(matrix, dtype=float)
+    if v.ndim != 2 or v.size == 0:
+        raise ValueError("two_level_bootstrap needs a non-empty (seeds, examples) matrix")
+    _finite(v, "two_level_bootstrap")
+    # row by row, as ``bootstrap`` takes the mean of a 1-d array: S == 1 matches it exactly
+    row_means = tuple(float(row.mean()) for row in v)
+    means = _resample_matrix_means(v, n_resamples, seed)
+    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    sd = float(np.std(row_means, ddof=1)) if len(row_means) > 1 else 0.0
+    return SeedEstimate(
+        mean=float(np.mean(row_means)),
+        ci_low=float(lo),
+        ci_high=float(hi),
+        n=v.shape[1],
+        n_resamples=n_resamples,
+        confidence=1 - alpha,
+        bootstrap_seed=seed,
+        n_seeds=v.shape[0],
+        seed_means=row_means,
+        seed_sd=sd,
+        seed_min=min(row_means),
+        seed_max=max(row_means),
+    )
+
+
 @dataclass(frozen=True)
 class PairedDifference:
-    """mean(a - b) over paired examples with CI and two-sided bootstrap p-value."""
+    """mean(a - b) over paired examples: bootstrap CI, and the p-value of ``test``."""
 
     diff: float
     ci_low: float
     ci_high: float
     p_value: float
     n: int
+    test: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
 
 
-def paired_bootstrap(a, b, *, n_resamples: int = N_RESAMPLES, alpha: float = ALPHA, seed: int = SEED):
-    """Paired test of mean(a) == mean(b).
+EXACT, MONTE_CARLO = "sign-flip exact", "sign-flip monte carlo"
 
-    The p-value is the share of resampled mean differences, centred on zero, at
-    least as far from zero as the observed one (with +1 smoothing so p > 0).
 
-    >>> r = paired_bootstrap([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0])
-    >>> (r.diff, r.p_value)
-    (0.0, 1.0)
+def _flip_extremes(d: np.ndarray, observed: float, n_resamples: int, seed: int):
+    """(count of patterns with |mean(+-d)| >= |observed|, patterns drawn, test name)."""
+    n = len(d)
+    step = max(1, _CHUNK // n)
+    count = 0
+    if 2**n <= n_resamples:  # all 2^n patterns; bit j of k says whether d_j flips
+        bits = np.arange(n)
+        for s in range(0, 2**n, step):
+            k = np.arange(s, min(s + step, 2**n))
+            signs = 1.0 - 2.0 * ((k[:, None] >> bits) & 1)  # (m, n)
+            count += int(np.sum(np.abs(signs @ d / n) >= abs(observed) - _TOL))
+        return count, 2**n, EXACT
+    rng = np.random.default_rng([seed, 2])
+    for s in range(0, n_resamples, step):
+        m = min(step, n_resamples - s)
+        signs = 1.0 - 2.0 * rng.integers(0, 2, size=(m, n))  # (m, n)
+        count += int(np.sum(np.abs(signs @ d / n) >= abs(observed) - _TOL))
+    return count, n_resamples, MONTE_CARLO
+
+
+def sign_flip_test(
+    a, b, *, n_resamples: int = N_RESAMPLES, alpha: float = ALPHA, seed: int = SEED
+) -> PairedDifference:
+    """Paired two-sided sign-flip test of mean(a - b) = 0, with a bootstrap CI of it.
+
+    Under the null each difference d_i is as likely to be +d_i as -d_i, so p is the
+    share of sign patterns whose |mean(+-d)| is at least |mean(d)|. With 2^n <=
+    ``n_resamples`` every pattern is enumerated (exact p; n = 1 gives p = 1, so one
+    example never names a winner); otherwise ``n_resamples`` random patterns, with
+    (count + 1) / (n_resamples + 1) so p > 0. The CI is ``bootstrap`` of d.
+
+    d = [1, 2, 3]: of the 8 patterns only +(1+2+3) and -(1+2+3) reach |6|, p = 2/8.
+
+    >>> sign_flip_test([1.0, 2.0, 3.0], [0.0, 0.0, 0.0]).p_value
+    0.25
+    >>> r = sign_flip_test([0.75], [0.25])
+    >>> (r.diff, r.p_value, r.test)
+    (0.5, 1.0, 'sign-flip exact')
     """
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 1 or len(a) == 0:
-        raise ValueError("paired_bootstrap needs two 1-d arrays of the same non-zero length")
+        raise ValueError("sign_flip_test needs two 1-d arrays of the same non-zero length")
     d = a - b
-    observed = float(d.mean())
-    means = _resample_means(d, n_resamples, seed)
-    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
-    centred = means - observed
-    extreme = np.sum(np.abs(centred) >= abs(observed) - 1e-12)
-    p = float((extreme + 1) / (n_resamples + 1))
-    return PairedDifference(observed, float(lo), float(hi), min(p, 1.0), len(d))
+    _finite(d, "sign_flip_test")
+    ci = bootstrap(d, n_resamples=n_resamples, alpha=alpha, seed=seed)
+    count, drawn, test = _flip_extremes(d, ci.mean, n_resamples, seed)
+    p = count / drawn if test == EXACT else (count + 1) / (drawn + 1)
+    return PairedDifference(ci.mean, ci.ci_low, ci.ci_high, min(float(p), 1.0), len(d), test)
+
+
+def holm(p_values) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in input order.
+
+    Sorted ascending, the i-th (0-based) of m is multiplied by m - i; a running maximum
+    keeps the adjusted values monotone, and they are capped at 1. Rejecting where the
+    adjusted p < alpha controls the family-wise error rate at alpha.
+
+    [0.01, 0.04, 0.03]: 0.01 * 3 = 0.03; 0.03 * 2 = 0.06; 0.04 * 1 = 0.04 -> max 0.06.
+
+    >>> [round(p, 12) for p in holm([0.01, 0.04, 0.03])]
+    [0.03, 0.06, 0.06]
+    >>> holm([0.5, 0.9]), holm([])
+    ([1.0, 1.0], [])
+    """
+    p = np.asarray(p_values, dtype=float)
+    if p.ndim != 1:
+        raise ValueError("holm needs a 1-d list of p-values")
+    if not np.all((p >= 0) & (p <= 1)):
+        raise ValueError(f"holm got p-values outside [0, 1]: {p.tolist()}")
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    adjusted = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
+    out = np.empty(m)
+    out[order] = adjusted
+    return [float(x) for x in out]
