@@ -1,7 +1,10 @@
 """Text views of rankings and comparisons: terminal table, Markdown, CSV.
 
-Tables show numbers to 3 decimals, as "mean [low, high]" with n beside them; CSV keeps
-full precision in separate columns, so it reads back to the same numbers.
+Tables show numbers to 3 decimals, as "mean [low, high]" with n beside them, and with
+several model seeds "mean [low, high] s min–max", the range of the per-seed means. CSV
+keeps full precision in separate columns, so it reads back to the same numbers. Every
+table ends with notes that say how its intervals and p-values were computed, and that
+CI overlap on a leaderboard is no significance test.
 """
 
 from __future__ import annotations
@@ -33,11 +36,53 @@ def num(x: float) -> str:
     return "0.000" if s == "-0.000" else s
 
 
+OVERLAP_IS_NO_TEST = (
+    "Overlap or separation of the CIs of adjacent rows is not a significance test; "
+    "use `faithbench compare A B` (paired sign-flip test, Holm-corrected)."
+)
+SEED_COLS = ("n_seeds", "seed_sd", "seed_min", "seed_max")
+MATRIX_COLS = ("mean", "ci_low", "ci_high", "n", *SEED_COLS)
+
+
 def cell(mean: float, low: float, high: float) -> str:
     """>>> cell(0.5, 0.4, 0.6)
     '0.500 [0.400, 0.600]'
     """
     return f"{num(mean)} [{num(low)}, {num(high)}]"
+
+
+def seed_cell(row: dict) -> str:
+    """A ranked row's cell; with several seeds, the range of the per-seed means after "s".
+
+    >>> seed_cell({"mean": 0.524, "ci_low": 0.508, "ci_high": 0.539, "n_seeds": 3,
+    ...            "seed_min": 0.5112, "seed_max": 0.5306})
+    '0.524 [0.508, 0.539] s 0.511–0.531'
+    """
+    text = cell(row["mean"], row["ci_low"], row["ci_high"])
+    if row["n_seeds"] > 1:
+        text += f" s {num(row['seed_min'])}–{num(row['seed_max'])}"
+    return text
+
+
+def seed_note(rows: list[dict]) -> list[str]:
+    """The note that explains the seed range, where some row has several seeds.
+
+    >>> print(*seed_note([{"n_seeds": 3}, {"n_seeds": 1}]))
+    CI: two-level bootstrap over model seeds and examples; \
+s: range of the per-seed means over 3 seeds
+    >>> seed_note([{"n_seeds": 1}])
+    []
+    """
+    counts = sorted({r["n_seeds"] for r in rows if r["n_seeds"] > 1})
+    if not counts:
+        return []
+    over = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+    return [
+        (
+            "CI: two-level bootstrap over model seeds and examples; "
+            f"s: range of the per-seed means over {over} seeds"
+        )
+    ]
 
 
 def render_leaderboard(rows: list[dict], fmt: str = "table") -> str:
@@ -58,6 +103,7 @@ def render_leaderboard(rows: list[dict], fmt: str = "table") -> str:
             "ci_high",
             "n",
             "confidence",
+            *SEED_COLS,
         ]
         body = [
             [
@@ -74,6 +120,7 @@ def render_leaderboard(rows: list[dict], fmt: str = "table") -> str:
                 r["ci_high"],
                 r["n"],
                 r["confidence"],
+                *(r[c] for c in SEED_COLS),
             ]
             for r in rows
         ]
@@ -87,17 +134,15 @@ def render_leaderboard(rows: list[dict], fmt: str = "table") -> str:
             f"{labels[r['metric']]} {ARROWS[r['direction']]}",
             f"{r['rank']} {OVERLAP}" if r["overlaps_above"] else str(r["rank"]),
             r["explainer"],
-            cell(r["mean"], r["ci_low"], r["ci_high"]),
+            seed_cell(r),
             str(r["n"]),
         ]
         for r in rows
     ]
     notes = []
     if any(r["overlaps_above"] for r in rows):
-        notes.append(
-            f"{OVERLAP}: the CI overlaps the one of the entry listed above it, so "
-            "their order is not significant."
-        )
+        notes.append(f"{OVERLAP}: its CI overlaps that of the entry listed just above it.")
+    notes += seed_note(rows) + [OVERLAP_IS_NO_TEST]
     return _text(headers, body, fmt, "lllrllr", notes)
 
 
@@ -135,15 +180,13 @@ def render_matrix(
     order = [r["entry_id"] for r in ranked]
     order += sorted(info.keys() - set(order), key=lambda e: (info[e]["explainer"], e))
     if fmt == "csv":
-        cols = ["explainer", "entry_id"] + [
-            f"{m} {c}" for m in metrics for c in ("mean", "ci_low", "ci_high", "n")
-        ]
+        cols = ["explainer", "entry_id"] + [f"{m} {c}" for m in metrics for c in MATRIX_COLS]
         body = []
         for e in order:
             line = [info[e]["explainer"], e]
             for m in metrics:
                 r = cells.get((e, m))
-                line += [r["mean"], r["ci_low"], r["ci_high"], r["n"]] if r else ["", "", "", ""]
+                line += [r[c] for c in MATRIX_COLS] if r else [""] * len(MATRIX_COLS)
             body.append(line)
         return _csv(cols, body)
     labels = _metric_labels(metrics)
@@ -154,25 +197,22 @@ def render_matrix(
         n = str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
         body.append(
             [info[e]["explainer"], n]
-            + [
-                cell(cells[(e, m)]["mean"], cells[(e, m)]["ci_low"], cells[(e, m)]["ci_high"])
-                if (e, m) in cells
-                else MISSING
-                for m in metrics
-            ]
+            + [seed_cell(cells[(e, m)]) if (e, m) in cells else MISSING for m in metrics]
         )
-    note = f"{tasks[0]}; sorted by {heads[key]}; cells: mean [{_ci(rows)}]"
+    seeds = " s min–max" if any(r["n_seeds"] > 1 for r in rows) else ""
+    note = f"{tasks[0]}; sorted by {heads[key]}; cells: mean [{_ci(rows)}]{seeds}"
     return _text(
         ["explainer", "n"] + [heads[m] for m in metrics],
         body,
         fmt,
         "lr" + "r" * len(metrics),
-        [note],
+        [note, *seed_note(rows), OVERLAP_IS_NO_TEST],
     )
 
 
 def render_comparison(rows: list[dict], fmt: str = "table") -> str:
-    """Rows from ``compare``: means of A and B on the shared examples, A − B with CI, p."""
+    """Rows from ``compare``: means of A and B on the shared examples, A − B with CI,
+    the raw and the Holm-adjusted p."""
     _check_fmt(fmt)
     if fmt == "csv":
         cols = [
@@ -190,12 +230,16 @@ def render_comparison(rows: list[dict], fmt: str = "table") -> str:
             "diff",
             "ci_low",
             "ci_high",
+            "ci_method",
+            "n_seeds",
             "p_value",
+            "p_holm",
+            "test",
             "better",
         ]
         return _csv(cols, [[r[c] for c in cols] for r in rows])
     labels = _metric_labels([r["metric"] for r in rows])
-    headers = ["task", "metric", "n", "A", "B", f"A − B [{_ci(rows)}]", "p", "better"]
+    headers = ["task", "metric", "n", "A", "B", f"A − B [{_ci(rows)}]", "p", "p (Holm)", "better"]
     body = [
         [
             r["task"],
@@ -205,13 +249,42 @@ def render_comparison(rows: list[dict], fmt: str = "table") -> str:
             num(r["mean_b"]),
             cell(r["diff"], r["ci_low"], r["ci_high"]),
             p_value(r["p_value"]),
+            p_value(r["p_holm"]),
             r["better"],
         ]
         for r in rows
     ]
     pairs = sorted({(r["a"], r["a_entry"], r["b"], r["b_entry"]) for r in rows})
     notes = [f"A = {a} (entry {ae}); B = {b} (entry {be})" for a, ae, b, be in pairs]
-    return _text(headers, body, fmt, "llrrrrrl", notes)
+    notes.append(comparison_note(rows))
+    return _text(headers, body, fmt, "llrrrrrrl", notes)
+
+
+def comparison_note(rows: list[dict]) -> str:
+    """How the comparison's p-values and intervals were computed.
+
+    >>> print(comparison_note([{"test": "sign-flip exact", "n_seeds": 1,
+    ...                         "confidence": 0.95}] * 2))
+    p: paired two-sided sign-flip test (exact) of mean(A − B) = 0 on the shared examples,
+    values averaged over the shared model seeds (conditional on these checkpoints);
+    p (Holm): Holm–Bonferroni over the 2 rows; better: named only where p (Holm) < 0.05.
+    CI of A − B: bootstrap over examples.
+    """
+    kinds = sorted({r["test"].removeprefix("sign-flip ") for r in rows})
+    alphas = sorted({round(1 - r["confidence"], 6) for r in rows})
+    alpha = f"{alphas[0]:g}" if len(alphas) == 1 else "1 − CI level"
+    methods = []
+    if any(r["n_seeds"] == 1 for r in rows):
+        methods.append("bootstrap over examples")
+    if any(r["n_seeds"] > 1 for r in rows):
+        methods.append("two-level bootstrap over model seeds and examples (several seeds)")
+    plural = "" if len(rows) == 1 else "s"
+    return (
+        f"p: paired two-sided sign-flip test ({', '.join(kinds)}) of mean(A − B) = 0 on the "
+        "shared examples, values averaged over the shared model seeds (conditional on these "
+        f"checkpoints); p (Holm): Holm–Bonferroni over the {len(rows)} row{plural}; better: named "
+        f"only where p (Holm) < {alpha}. CI of A − B: {'; '.join(methods)}."
+    )
 
 
 def p_value(p: float) -> str:

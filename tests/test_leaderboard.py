@@ -31,6 +31,7 @@ from leaderboard import (
     write_entry,
 )
 from leaderboard.compare import NO_DIFFERENCE
+from leaderboard.render import OVERLAP_IS_NO_TEST
 
 TASK = "sentiment@1"
 COMP = "comprehensiveness[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil]@1"
@@ -541,6 +542,10 @@ def hand_row(**kw):
         "n": 200,
         "confidence": 0.95,
         "model_seeds": [0],
+        "n_seeds": 1,
+        "seed_sd": 0.0,
+        "seed_min": 0.5,
+        "seed_max": 0.5,
     }
     return {**row, **kw}
 
@@ -556,6 +561,8 @@ HAND_ROWS = [
         ci_low=0.3,
         ci_high=0.45,
         n=180,
+        seed_min=0.41249999,
+        seed_max=0.41249999,
     ),
 ]
 
@@ -568,7 +575,45 @@ def test_render_markdown_cells():
     assert lines[0].startswith("| task") and "mean [95% CI]" in lines[0]
     assert re.fullmatch(r"\|(-+\|)+", lines[1])
     assert "comprehensiveness ↑" in lines[2] and "| 200 |" in lines[2]
-    assert lines[-1].startswith("≈: the CI overlaps")
+    assert lines[-3] == "≈: its CI overlaps that of the entry listed just above it."
+    assert lines[-1] == OVERLAP_IS_NO_TEST
+    assert OVERLAP_IS_NO_TEST == (
+        "Overlap or separation of the CIs of adjacent rows is not a significance test; "
+        "use `faithbench compare A B` (paired sign-flip test, Holm-corrected)."
+    )
+    assert " s " not in md and "seeds" not in md  # one seed: no seed range, no seed note
+
+
+def md_cells(line):
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def test_render_shows_the_seed_range_and_says_what_it_is():
+    rows = [
+        hand_row(
+            mean=0.524,
+            ci_low=0.508,
+            ci_high=0.539,
+            model_seeds=[0, 1, 2],
+            n_seeds=3,
+            seed_sd=0.0097,
+            seed_min=0.5112,
+            seed_max=0.5306,
+        ),
+        hand_row(entry_id="e2", explainer=GRAD, rank=2),
+    ]
+    lines = render_leaderboard(rows, "markdown").splitlines()
+    assert md_cells(lines[2])[-2:] == ["0.524 [0.508, 0.539] s 0.511–0.531", "200"]
+    assert md_cells(lines[3])[-2:] == ["0.500 [0.400, 0.600]", "200"]  # one seed: no range
+    assert lines[-3] == (
+        "CI: two-level bootstrap over model seeds and examples; "
+        "s: range of the per-seed means over 3 seeds"
+    )
+    assert lines[-1] == OVERLAP_IS_NO_TEST
+    parsed = list(csv.reader(io.StringIO(render_leaderboard(rows, "csv"))))
+    line = dict(zip(parsed[0], parsed[1]))
+    assert (line["n_seeds"], float(line["seed_sd"])) == ("3", 0.0097)
+    assert (float(line["seed_min"]), float(line["seed_max"])) == (0.5112, 0.5306)
 
 
 def test_render_csv_reads_back_the_same_numbers():
@@ -584,6 +629,8 @@ def test_render_csv_reads_back_the_same_numbers():
             row["ci_high"],
         )
         assert int(line["n"]) == row["n"] and int(line["rank"]) == row["rank"]
+        assert (int(line["n_seeds"]), float(line["seed_sd"])) == (1, 0.0)
+        assert float(line["seed_min"]) == float(line["seed_max"]) == row["mean"]
     assert got[1]["overlaps_above"] == "≈" and got[0]["overlaps_above"] == ""
 
 
@@ -604,6 +651,7 @@ def test_render_table_layout():
     assert lines[2].split()[-4:] == ["0.500", "[0.400,", "0.600]", "200"]
     assert lines[3].split()[4:6] == ["2", "≈"]
     assert lines[4] == "" and lines[5].startswith("≈:")
+    assert lines[6] == "" and lines[7] == OVERLAP_IS_NO_TEST and len(lines) == 8
     assert len({len(line) for line in lines[:4]}) == 1  # aligned columns
 
 
@@ -631,7 +679,8 @@ def test_render_matrix(board):
     body = [line.split()[0] for line in lines[2:5]]
     assert body == [ATT, GRAD, OCC]  # by comprehensiveness, ties by explainer id
     assert "0.125 [0.100, 0.150]" in lines[4] and lines[4].rstrip().endswith("—")
-    assert lines[-1] == f"{TASK}; sorted by comprehensiveness ↑; cells: mean [95% CI]"
+    assert lines[-3] == f"{TASK}; sorted by comprehensiveness ↑; cells: mean [95% CI]"
+    assert lines[-1] == OVERLAP_IS_NO_TEST
     md = render_matrix(entries, TASK, "markdown", sort_by="sufficiency", family="faithfulness")
     assert [line.split("|")[1].strip() for line in md.splitlines()[2:5]] == [OCC, GRAD, ATT]
     assert "token_f1" not in md
@@ -639,6 +688,23 @@ def test_render_matrix(board):
     assert parsed[0][:3] == ["explainer", "entry_id", f"{COMP} mean"]
     assert float(parsed[3][parsed[0].index(f"{SUFF} mean")]) == 0.125
     assert parsed[3][parsed[0].index(f"{F1} mean")] == ""
+    assert parsed[0][2:10] == [
+        f"{COMP} {c}"
+        for c in ("mean", "ci_low", "ci_high", "n", "n_seeds", "seed_sd", "seed_min", "seed_max")
+    ]
+    assert parsed[3][parsed[0].index(f"{SUFF} n_seeds")] == "1"
+
+
+def test_render_matrix_with_seeds(tmp_path):
+    # seed means 2 and 4 (attention), 1 and 1 (gradient); see test_rank_bootstraps_...
+    seeded_entry(tmp_path, ATT, {0: [1.0, 2.0, 3.0], 1: [3.0, 4.0, 5.0]})
+    seeded_entry(tmp_path, GRAD, {0: [1.0, 1.0, 1.0], 1: [1.0, 1.0, 1.0]})
+    lines = render_matrix(read_entries(tmp_path), TASK, "markdown").splitlines()
+    assert lines[2].startswith(f"| {ATT} ") and " s 2.000–4.000 |" in lines[2]
+    assert "| 1.000 [1.000, 1.000] s 1.000–1.000 |" in lines[3]
+    assert lines[-5] == f"{TASK}; sorted by comprehensiveness ↑; cells: mean [95% CI] s min–max"
+    assert lines[-3].endswith("s: range of the per-seed means over 2 seeds")
+    assert lines[-1] == OVERLAP_IS_NO_TEST
 
 
 def test_render_comparison(tmp_path):
@@ -647,11 +713,32 @@ def test_render_comparison(tmp_path):
     b = make_entry(tmp_path, GRAD, {COMP: base})
     rows = compare(a, b)
     md = render_comparison(rows, "markdown")
-    assert "| 0.500 [0.500, 0.500] |" in md and "<0.001" in md and f"| {ATT} " in md
+    lines = md.splitlines()
+    assert md_cells(lines[0])[-3:] == ["p", "p (Holm)", "better"]
+    # p = 1/2001, one row: p (Holm) = p
+    assert md_cells(lines[2])[-4:] == ["0.500 [0.500, 0.500]", "<0.001", "<0.001", ATT]
     assert f"A = {ATT} (entry {a.entry_id}); B = {GRAD} (entry {b.entry_id})" in md
+    assert lines[-1] == (
+        "p: paired two-sided sign-flip test (monte carlo) of mean(A − B) = 0 on the shared "
+        "examples, values averaged over the shared model seeds (conditional on these "
+        "checkpoints); p (Holm): Holm–Bonferroni over the 1 row; better: named only where "
+        "p (Holm) < 0.05. CI of A − B: bootstrap over examples."
+    )
     parsed = list(csv.reader(io.StringIO(render_comparison(rows, "csv"))))
     line = dict(zip(parsed[0], parsed[1]))
     assert float(line["diff"]) == 0.5 and int(line["n"]) == 200 and line["better"] == ATT
+    assert float(line["p_value"]) == float(line["p_holm"]) == 1 / 2001
+    assert (line["test"], line["n_seeds"]) == ("sign-flip monte carlo", "1")
+
+
+def test_render_comparison_holm_column(tmp_path):
+    # p = 0.03125 and 1 (see test_compare_holm_...): Holm 0.0625 and 1, no winner
+    a = make_entry(tmp_path, ATT, {COMP: [0.75] * 6, SUFF: [0.5] * 6})
+    b = make_entry(tmp_path, GRAD, {COMP: [0.5] * 6, SUFF: [0.5] * 6})
+    lines = render_comparison(compare(a, b), "markdown").splitlines()
+    assert md_cells(lines[2])[-3:] == ["0.031", "0.062", NO_DIFFERENCE]
+    assert md_cells(lines[3])[-3:] == ["1.000", "1.000", NO_DIFFERENCE]
+    assert "sign-flip test (exact)" in lines[-1] and "over the 2 rows" in lines[-1]
 
 
 # --- layering -----------------------------------------------------------------------------
