@@ -16,7 +16,7 @@ from benchmark.core.errors import InputError, UnknownNameError
 from benchmark.core.registry import Registry
 from metrics.erasure import AOPC_LERF, AOPC_MORF
 from metrics.flip import FLIP_FRACTION, FLIP_RATE
-from metrics.plausibility import AVERAGE_PRECISION, R_PRECISION
+from metrics.plausibility import AUPRC, AVERAGE_PRECISION, R_PRECISION, TOKEN_F1
 from metrics.rationale import COMPREHENSIVENESS, SUFFICIENCY
 from metrics.share import SEGMENT_SHARE
 
@@ -31,6 +31,8 @@ REGISTRY.add(FLIP_RATE.spec.name, FLIP_RATE)
 REGISTRY.add(FLIP_FRACTION.spec.name, FLIP_FRACTION)
 REGISTRY.add(R_PRECISION.spec.name, R_PRECISION)
 REGISTRY.add(AVERAGE_PRECISION.spec.name, AVERAGE_PRECISION)
+REGISTRY.add(TOKEN_F1.spec.name, TOKEN_F1)
+REGISTRY.add(AUPRC.spec.name, AUPRC)
 REGISTRY.add(SEGMENT_SHARE.spec.name, SEGMENT_SHARE)
 
 

@@ -1,16 +1,31 @@
 """Plausibility: agreement of the explainer's scores with a reference rationale.
 
-Two metrics, both per example, both against the same binary reference R (the real
-tokens a human, or the generator of a synthetic task, marked). Neither makes a
-forward pass: these are *not* faithfulness metrics, and they are ranked in their
-own family, never mixed with faithfulness.
+Four metrics, all per example, all against the same binary reference R (the real
+tokens a human, or the generator of a synthetic task, marked). None makes a forward
+pass: these are *not* faithfulness metrics, and they are ranked in their own family,
+never mixed with faithfulness. Two of them are ERASER's definitions, under ERASER's
+names (``token_f1``, ``auprc``, version 2); two are the rank-based variants that
+version 1 of those names computed, now under their textbook names (``r_precision``,
+``average_precision``, version 1). They differ in two choices:
 
-Contract shared by both. The runner hands a plausibility metric only examples whose
-reference marks at least one real token (tasks keep unannotated or empty-rationale
-examples, and the runner skips them for this family). A row that still arrives with
-no reference, or with a reference that marks no real token, has no defined value:
-it raises ``EmptyReferenceError`` (a ``ValueError``) naming the example ids, never
-a silent zero. Reference bits on padded positions are ignored.
+================== ================================= ===================================
+metric             cut / curve                       tied scores
+================== ================================= ===================================
+r_precision        top k, k = |R| of *this* example  broken by position (earlier first)
+token_f1           top k, k = ceil(rate · n), one    broken by position (earlier first)
+                   dataset-level rate (ERASER)
+average_precision  step-wise PR area (AP)            broken by position (earlier first)
+auprc              trapezoidal PR area (ERASER)      pooled: one threshold per value
+================== ================================= ===================================
+
+Contract shared by all four. The runner hands a plausibility metric only examples
+whose reference marks at least one real token (tasks keep unannotated or
+empty-rationale examples, and the runner skips them for this family). A row that
+still arrives with no reference, or with a reference that marks no real token, has no
+defined value: it raises ``EmptyReferenceError`` (a ``ValueError``) naming the example
+ids, never a silent zero. Reference bits on padded positions are ignored. Only the
+order of the scores matters (and, for ``auprc``, which of them are equal), not their
+scale.
 
 Metric card: ``r_precision``
 ----------------------------
@@ -18,15 +33,44 @@ Formula. With k = |R|, let S be the k most important tokens by the explainer's
 scores (``benchmark.core.ranking``; ties broken by position, earlier first). With
 |S| = |R| = k, precision, recall and F1 coincide::
 
-    r_precision(x) = |S ∩ R| / k
+    r_precision(x) = |S ∩ R| / |R|
 
-R-precision: the precision at k = |R| (which is also the recall and F1 there). It
-is *not* ERASER's token F1, which cuts every example at one dataset-level k.
+R-precision. Unlike ``token_f1`` the cut adapts to each example's own |R|, which
+the explainer is told for free.
 
 Direction. Higher is more plausible (more like the reference).
 
 Range. [0, 1]. 1 means the explainer's top |R| tokens are exactly the reference;
 0 means none of them is.
+
+Metric card: ``token_f1``
+-------------------------
+Formula. ERASER's token-level hard-rationale F1 (``score_hard_rationale_predictions``,
+'instance_macro'), with the hard rationale cut from the soft scores at one
+dataset-level k as ERASER does for soft-scoring models. With n real tokens and a
+rate ρ, k = ceil(ρ · n) clamped to [1, n] (a product within 1e-9 of an integer
+counts as that integer, so float noise in ρ never adds a token: 0.07 · 100 is
+7.000000000000001 in floating point, and k is 7). S is the top k tokens (ties by
+position, as for ``r_precision``)::
+
+    P = |S ∩ R| / |S|,  Rec = |S ∩ R| / |R|,
+    token_f1(x) = 2 · P · Rec / (P + Rec) = 2 |S ∩ R| / (k + |R|),  0 when S ∩ R = ∅
+
+The dataset mean of these per-example values is ERASER's instance-macro F1.
+
+Parameter. ``k_frac`` (default None): ρ. None uses ``MetricInput.reference_rate``,
+the engine's mean of |R| / n over all the examples being scored, so k is the same
+fraction of every input (ERASER's "average rationale length"), not each example's
+|R|. A value in (0, 1] fixes ρ, e.g. ``token_f1[k_frac=0.2]``. With neither, the
+metric raises ``InputError``. Because of the dataset-level ρ, a row's value depends
+on which other examples are scored; for a fixed ρ it does not.
+
+Direction. Higher is more plausible.
+
+Range. [0, 1]. 1 needs k = |R| and S = R exactly; on an example whose |R| differs
+from ρ · n even a perfect ranking scores 2 min(k, |R|) / (k + |R|) < 1. 0 means none
+of the top k is in R. ERASER treats premise and hypothesis of e-SNLI as two
+instances; here an example (both segments together) is one.
 
 Metric card: ``average_precision``
 ----------------------------------
@@ -37,15 +81,11 @@ the recall after i tokens::
 
     average_precision(x) = Σ_{i=1..n} (R_i − R_{i−1}) · P_i = (1 / |R|) · Σ_{i : rel_i = 1} P_i
 
-the step-wise area under the precision–recall curve, i.e. average precision: the
-definition of scikit-learn's ``average_precision_score`` (and of ERASER's
-``average_precision`` soft-score metric), up to tie handling — scikit-learn puts
-all tokens with equal scores at one threshold, so a tied block counts with its
-pooled precision; here the block is ordered by position, like every other metric
-of the benchmark. It is *not* the trapezoidal ``auc(recall, precision)`` that
-ERASER's script also reports under the name ``auprc``: linear interpolation between
-points of a PR curve is optimistic (Davis & Goadrich 2006). Only the order of the
-scores matters, not their scale.
+the step-wise area under the precision–recall curve: scikit-learn's
+``average_precision_score`` (ERASER's ``average_precision`` soft-score metric), up
+to ties — scikit-learn puts all tokens with equal scores at one threshold; here a
+tied block is ordered by position, like every other rank-based metric of the
+benchmark.
 
 Direction. Higher is more plausible: the reference tokens come first.
 
@@ -54,23 +94,51 @@ the minimum, reached when R's tokens come last, is
 (1 / |R|) · Σ_{j=1..|R|} j / (n − |R| + j) > 0. A random order scores about |R| / n
 in expectation (a little more on short inputs), so compare values only at similar
 rationale densities. A reference covering every real token scores 1 for any
-explainer (ERASER drops such rows; here the task decides, see the contract above).
+explainer (ERASER drops such rows from AP; here the task decides, see above).
 
-Common to both
---------------
-OOD caveat. None of its own (nothing is erased), but plausibility says nothing about
-faithfulness: a model can be right for reasons the reference does not mark, and then
-a faithful explainer scores low here.
+Metric card: ``auprc``
+----------------------
+Formula. ERASER's ``_auprc``: scikit-learn's ``precision_recall_curve(R, scores)``
+then ``auc(recall, precision)``. The thresholds are the distinct score values, from
+the highest down; at threshold θ, with S_θ = {tokens with score ≥ θ} (a tied block
+enters at once), P_θ = |S_θ ∩ R| / |S_θ| and Rec_θ = |S_θ ∩ R| / |R|. With the
+points sorted by recall and scikit-learn's final point (Rec, P) = (0, 1) added::
+
+    auprc(x) = Σ_j (Rec_j − Rec_{j−1}) · (P_j + P_{j−1}) / 2
+
+the trapezoidal area. Points at recall 1 after the first add no area, so versions of
+scikit-learn that stop the curve at full recall give the same value.
+
+Direction. Higher is more plausible.
+
+Range. (0, 1]. 1 means every reference token scores strictly above every other.
+Linear interpolation between PR points is optimistic (Davis & Goadrich 2006), and
+pooling ties makes it more so: constant scores form one threshold and get
+(1 + |R| / n) / 2 ≥ 1/2, while ``average_precision`` gives an order that puts the
+reference last at most |R| / n. Compare it with ``average_precision`` for the same
+explainer.
+
+Common to all four
+------------------
+OOD caveat. None of their own (nothing is erased), but plausibility says nothing
+about faithfulness: a model can be right for reasons the reference does not mark,
+and then a faithful explainer scores low here.
 
 Citation. DeYoung, Jain, Rajani, Lehman, Xiong, Socher & Wallace (2020), "ERASER: A
-benchmark to evaluate rationalized NLP models", ACL.
+benchmark to evaluate rationalized NLP models", ACL (``rationale_benchmark/metrics.py``).
 
-Hand-worked cases. Reference {0, 2} (k = 2); scores [0.9, 0.1, 0.5, 0.7] rank
-positions 0, 3, 2, 1. r_precision: the top two {0, 3} hold one hit of two, 0.5.
-average_precision: hits at ranks 1 and 3, precisions 1/1 and 2/3, AP = (1 + 2/3) / 2 = 5/6.
-With scores tied everywhere the order is 0, 1, 2, 3: r_precision = 0.5 again ({0, 1}),
-average_precision = (1/1 + 2/3) / 2 = 5/6 (hits at ranks 1 and 3); scikit-learn's tie pooling
-would give 2/4 = 0.5 instead.
+Hand-worked cases. Reference {0, 2} of n = 4; row a scores [0.9, 0.1, 0.5, 0.7]
+(order 0, 3, 2, 1), row b ties everywhere (order 0, 1, 2, 3 by position).
+
+- r_precision (k = |R| = 2): a: top {0, 3} holds one hit, 1/2; b: {0, 1}, 1/2.
+- token_f1 with ρ = 0.75 (k = ceil(3) = 3): a: {0, 3, 2} holds both hits,
+  2 · 2 / (3 + 2) = 0.8; b: {0, 1, 2}, 0.8 too. With the engine's ρ = 2/4 it would
+  equal r_precision here; with k_frac = 0.25 (k = 1), a: {0} gives 2 · 1 / 3 = 2/3.
+- average_precision: a: hits at ranks 1 and 3, (1/1 + 2/3) / 2 = 5/6; b: the same
+  ranks, 5/6 (scikit-learn's pooling would give 2/4 for b).
+- auprc: a: thresholds 0.9, 0.7, 0.5, 0.1 give (Rec, P) = (1/2, 1), (1/2, 1/2),
+  (1, 2/3), (1, 1/2); from (0, 1) the area is 1/2 · 1 + 0 + 1/2 · (1/2 + 2/3) / 2 + 0
+  = 19/24 ≈ 0.7917. b: one threshold, (1, 2/4): (1 + 1/2) / 2 = 3/4.
 
 >>> import torch
 >>> from benchmark.core.api import Batch, MetricInput
@@ -78,11 +146,18 @@ would give 2/4 = 0.5 instead.
 >>> batch = Batch(ids, torch.ones(2, 4, dtype=torch.bool), ("a", "b"))
 >>> scores = torch.tensor([[0.9, 0.1, 0.5, 0.7], [1.0, 1.0, 1.0, 1.0]])
 >>> reference = torch.tensor([[True, False, True, False]] * 2)
->>> inp = MetricInput(batch, scores, torch.tensor([0, 0]), torch.full((2, 2), 0.5), None, reference)
+>>> inp = MetricInput(batch, scores, torch.tensor([0, 0]), torch.full((2, 2), 0.5), None,
+...                   reference, reference_rate=0.75)
 >>> r_precision(inp)
 tensor([0.5000, 0.5000], dtype=torch.float64)
+>>> token_f1(inp, k_frac=None)
+tensor([0.8000, 0.8000], dtype=torch.float64)
+>>> token_f1(inp, k_frac=0.25)
+tensor([0.6667, 0.6667], dtype=torch.float64)
 >>> average_precision(inp)
 tensor([0.8333, 0.8333], dtype=torch.float64)
+>>> auprc(inp)
+tensor([0.7917, 0.7500], dtype=torch.float64)
 """
 
 from __future__ import annotations
@@ -103,6 +178,8 @@ CITATION = (
     "DeYoung, Jain, Rajani, Lehman, Xiong, Socher & Wallace (2020). ERASER: A benchmark to "
     "evaluate rationalized NLP models. ACL 2020."
 )
+# rate · n within this of an integer counts as that integer (float noise in the rate)
+K_TOLERANCE = 1e-9
 
 
 class EmptyReferenceError(InputError, ValueError):
@@ -146,17 +223,93 @@ def average_precision(inp: MetricInput) -> torch.Tensor:
     return ((precision * rel).sum(dim=1) / k.double()).cpu()
 
 
-def _spec(name: str) -> MetricSpec:
+def _rate(inp: MetricInput, k_frac) -> float | None:
+    """ρ for ``token_f1``: ``k_frac`` if set, else the engine's dataset-level rate."""
+    if k_frac is not None:
+        rate, source = k_frac, "parameter k_frac"
+    else:
+        rate, source = inp.reference_rate, "MetricInput.reference_rate"
+    if rate is None:
+        return None
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1:
+        raise InputError(f"metric token_f1: {source} must be a fraction in (0, 1], got {rate!r}")
+    return float(rate)
+
+
+def token_f1(inp: MetricInput, *, k_frac) -> torch.Tensor:
+    """(B,) instance F1 of the top ceil(ρ · n) tokens against R; ρ = k_frac, or the
+    dataset-level ``inp.reference_rate`` when k_frac is None."""
+    rate = _rate(inp, k_frac)  # checked before the rows, so a bad k_frac fails on any batch
+    reference, r = checked_reference("token_f1", inp)
+    mask = inp.batch.mask
+    if rate is None:
+        if not len(r):
+            return torch.zeros(0, dtype=torch.float64)
+        raise InputError(
+            "metric token_f1 needs a rationale rate: set k_frac (e.g. token_f1[k_frac=0.2]) or "
+            f"give MetricInput.reference_rate; neither given for examples "
+            f"{', '.join(inp.batch.example_ids)}"
+        )
+    n = mask.sum(dim=1)  # (B,)
+    k = torch.ceil(n.double() * rate - K_TOLERANCE).long()
+    k = torch.minimum(k.clamp(min=1), n)  # (B,) in [1, n]
+    hits = (top_k_mask(inp.scores, mask, k) & reference).sum(dim=1).double()
+    # 2PR / (P + R) with P = hits / k, R = hits / |R|; 0 when there is no hit
+    return (2 * hits / (k + r).double()).cpu()
+
+
+def auprc(inp: MetricInput) -> torch.Tensor:
+    """(B,) trapezoidal area under the PR curve with one threshold per distinct score
+    (scikit-learn's ``precision_recall_curve`` + ``auc``), R = reference & mask."""
+    reference, r = checked_reference("auprc", inp)
+    mask = inp.batch.mask
+    order = importance_order(inp.scores, mask)  # (B, T), padding last
+    real = mask.gather(1, order)  # (B, T)
+    ranked = inp.scores.gather(1, order)  # (B, T) scores in rank order
+    tp = reference.gather(1, order).double().cumsum(dim=1)  # (B, T) |S ∩ R| after i tokens
+    seen = real.double().cumsum(dim=1)  # (B, T) |S| after i tokens
+    # position i closes its tie block if the next ranked token is padding or scores differently
+    closes = torch.ones_like(real)
+    closes[:, :-1] = ~real[:, 1:] | (ranked[:, 1:] != ranked[:, :-1])
+    closes &= real
+    # every position takes the counts at the end of its block (ties pooled into one
+    # threshold); padding takes the last real point. Repeated points add no area.
+    width = order.shape[1]
+    position = torch.arange(width, device=order.device).expand_as(order)
+    marked = torch.where(closes, position, width).flip(1)
+    block_end = marked.cummin(dim=1).values.flip(1)  # (B, T) first closing position ≥ i
+    last = (mask.sum(dim=1, keepdim=True) - 1).clamp(min=0)  # (B, 1)
+    block_end = torch.where(real, block_end, last)
+    tp, seen = tp.gather(1, block_end), seen.gather(1, block_end)
+    recall = tp / r.double().unsqueeze(1)  # (B, T)
+    precision = tp / seen
+    # scikit-learn's extra point (recall 0, precision 1) starts the curve
+    recall_before = torch.cat([torch.zeros_like(recall[:, :1]), recall[:, :-1]], dim=1)
+    precision_before = torch.cat([torch.ones_like(precision[:, :1]), precision[:, :-1]], dim=1)
+    area = (recall - recall_before) * (precision + precision_before) / 2  # (B, T)
+    if not width:
+        return area.sum(dim=1).cpu()
+    # a sequential running sum, read at the end: padding adds exact zeros, so a row gives
+    # the same bits alone and in a batch (sum() reduces in a width-dependent order)
+    return area.cumsum(dim=1)[:, -1].cpu()
+
+
+def _spec(name: str, version: str, params: tuple = ()) -> MetricSpec:
     return MetricSpec(
         name=name,
-        version="1",
+        version=version,
         direction="higher",
         kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}),
+        params=params,
         family="plausibility",
         needs_reference=True,
         citation=CITATION,
     )
 
 
-R_PRECISION = SimpleMetric(spec=_spec("r_precision"), fn=r_precision)
-AVERAGE_PRECISION = SimpleMetric(spec=_spec("average_precision"), fn=average_precision)
+R_PRECISION = SimpleMetric(spec=_spec("r_precision", "1"), fn=r_precision)
+AVERAGE_PRECISION = SimpleMetric(spec=_spec("average_precision", "1"), fn=average_precision)
+# version 2: version 1 of these names was the rank-based r_precision / average_precision,
+# so ids token_f1@2 / auprc@2 never collide with those records
+TOKEN_F1 = SimpleMetric(spec=_spec("token_f1", "2", (("k_frac", None),)), fn=token_f1)
+AUPRC = SimpleMetric(spec=_spec("auprc", "2"), fn=auprc)

@@ -1,14 +1,18 @@
-"""Plausibility against human rationales: the ``auprc`` metric on hand-worked rankings,
-and the rules that turn SST phrase labels and e-SNLI highlights into token masks.
+"""Plausibility against human rationales: the four metrics of ``metrics.plausibility``
+on hand-worked rankings, and the rules that turn SST phrase labels and e-SNLI
+highlights into token masks.
 
-Expected values are worked out here by hand (or by a plain-Python AP written from
-the definition), never by the library; expected masks are written out literally
-after reading the spans / highlights by hand.
+Expected values are worked out here by hand (or by plain-Python definitions written
+from the formulas: AP step by step, scikit-learn's PR curve + trapezoid, the top-k F1),
+never by the library; expected masks are written out literally after reading the
+spans / highlights by hand.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import random
 from pathlib import Path
 
@@ -16,8 +20,8 @@ import pytest
 import torch
 
 from benchmark.core.api import ALIGNMENT, CLASSIFICATION, PAIR_CLASSIFICATION, MetricInput
-from benchmark.core.errors import DataFileError
-from metrics import REGISTRY, default_metrics, get_metric
+from benchmark.core.errors import DataFileError, InputError
+from metrics import REGISTRY, default_metrics, get_metric, resolve, with_params
 from metrics.plausibility import EmptyReferenceError
 from tasks.rationales import (
     RationaleError,
@@ -31,14 +35,13 @@ from tests.analytic import make_batch
 
 ESNLI_SAMPLE = Path(__file__).parent / "fixtures" / "esnli" / "esnli_dev_sample.csv"
 F, T = False, True
+PLAUSIBILITY = ("r_precision", "average_precision", "token_f1", "auprc")
 
 
-# ---- auprc -------------------------------------------------------------------------------
-
-
-def auprc_of(scores, reference, example_ids=None):
-    """Run the registered metric on right-padded rows. No perturber is given: a
-    plausibility metric must not make a forward pass."""
+def metric_of(name, scores, reference, *, example_ids=None, rate=None, **params):
+    """Run a registered metric on right-padded rows. No perturber is given: a
+    plausibility metric must not make a forward pass. ``rate`` is the engine's
+    dataset-level |R| / n (``MetricInput.reference_rate``)."""
     batch = make_batch([[5] * len(s) for s in scores], example_ids=example_ids)
     width = batch.ids.shape[1]
 
@@ -54,8 +57,10 @@ def auprc_of(scores, reference, example_ids=None):
         torch.full((len(scores), 2), 0.5),
         None,
         ref,
+        reference_rate=rate,
     )
-    return get_metric("auprc").compute(inp).values.tolist()
+    metric = with_params(get_metric(name), **params) if params else get_metric(name)
+    return metric.compute(inp).values.tolist()
 
 
 def hand_ap(scores, reference):
@@ -71,7 +76,60 @@ def hand_ap(scores, reference):
     return ap
 
 
-def test_auprc_hand_worked():
+def hand_auprc(scores, reference):
+    """precision_recall_curve + auc written out: one point per distinct score, from the
+    highest down, after the point (recall 0, precision 1); trapezoids over recall."""
+    total = sum(reference)
+    points = [(0.0, 1.0)]
+    for theta in sorted(set(scores), reverse=True):
+        chosen = [i for i, s in enumerate(scores) if s >= theta]
+        hits = sum(reference[i] for i in chosen)
+        points.append((hits / total, hits / len(chosen)))
+    return sum((r1 - r0) * (p1 + p0) / 2 for (r0, p0), (r1, p1) in itertools.pairwise(points))
+
+
+def hand_token_f1(scores, reference, rate):
+    """F1 of the top ceil(rate · n) tokens (ties by position) against the reference."""
+    n = len(scores)
+    k = min(max(math.ceil(round(rate * n, 9)), 1), n)
+    top = sorted(range(n), key=lambda i: (-scores[i], i))[:k]
+    hits = sum(reference[i] for i in top)
+    if hits == 0:
+        return 0.0
+    precision, recall = hits / k, hits / sum(reference)
+    return 2 * precision * recall / (precision + recall)
+
+
+def random_rows(seed, count=40):
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(count):
+        n = rng.randint(1, 12)
+        scores = [float(rng.randint(0, 4)) for _ in range(n)]  # many ties on purpose
+        reference = [rng.random() < 0.3 for _ in range(n)]
+        reference[rng.randrange(n)] = True
+        rows.append((scores, reference))
+    return rows
+
+
+# ---- r_precision ---------------------------------------------------------------------------
+
+
+def test_r_precision_hand_worked():
+    rows = [
+        ([0.9, 0.1, 0.5, 0.7], [T, F, T, F]),  # k = 2, top {0, 3}: 1/2
+        ([0.1, 0.7, 0.8, 0.2], [F, T, T, F]),  # top {2, 1}: 1
+        ([0.5, 0.5, 0.5, 0.5], [F, F, T, T]),  # ties by position: top {0, 1}: 0
+        ([3.0, -1.0, 2.0, 0.0, 1.0], [F, F, T, F, T]),  # top {0, 2}: 1/2
+    ]
+    got = metric_of("r_precision", [r[0] for r in rows], [r[1] for r in rows])
+    assert got == pytest.approx([0.5, 1.0, 0.0, 0.5], abs=1e-12)
+
+
+# ---- average_precision (step-wise, ties by position) ---------------------------------------
+
+
+def test_average_precision_hand_worked():
     rows = [
         ([0.9, 0.5, 0.1], [T, F, T]),  # relevant, irrelevant, relevant: (1/1 + 2/3) / 2
         ([0.1, 0.5, 0.9], [T, F, F]),  # the one relevant token ranked last: 1/3
@@ -81,51 +139,244 @@ def test_auprc_hand_worked():
         ),  # order 1, 2, 3, 0: hits at ranks 1, 3 -> (1 + 2/3) / 2
         ([3.0, -1.0, 2.0, 0.0, 1.0], [F, F, T, F, T]),  # order 0, 2, 4, 3, 1: (1/2 + 2/3) / 2
     ]
-    got = auprc_of([r[0] for r in rows], [r[1] for r in rows])
+    got = metric_of("average_precision", [r[0] for r in rows], [r[1] for r in rows])
     assert got == pytest.approx([5 / 6, 1 / 3, 5 / 6, 7 / 12], abs=1e-12)
     assert got == pytest.approx([hand_ap(s, r) for s, r in rows], abs=1e-12)
 
 
-def test_auprc_perfect_ranking_is_one():
+def test_average_precision_perfect_ranking_is_one():
     rows = [
         ([0.9, 0.1], [T, F]),
         ([0.1, 0.7, 0.8, 0.2], [F, T, T, F]),
         ([1.0, 2.0, 3.0], [T, T, T]),
         ([5.0], [T]),
     ]
-    assert auprc_of([r[0] for r in rows], [r[1] for r in rows]) == [1.0, 1.0, 1.0, 1.0]
+    got = metric_of("average_precision", [r[0] for r in rows], [r[1] for r in rows])
+    assert got == [1.0, 1.0, 1.0, 1.0]
 
 
-def test_auprc_ties_broken_by_position():
+def test_average_precision_ties_broken_by_position():
     rows = [
         ([0.5, 0.5, 0.5], [F, T, T]),  # order 0, 1, 2: (1/2 + 2/3) / 2; pooled ties would give 2/3
         ([0.5, 0.5, 0.5], [T, T, F]),  # order 0, 1, 2: 1
         ([0.5, 0.9, 0.5, 0.1], [F, F, T, F]),  # order 1, 0, 2, 3: hit at rank 3 -> 1/3 (not 1/2)
     ]
-    got = auprc_of([r[0] for r in rows], [r[1] for r in rows])
+    got = metric_of("average_precision", [r[0] for r in rows], [r[1] for r in rows])
     assert got == pytest.approx([7 / 12, 1.0, 1 / 3], abs=1e-12)
 
 
-def test_auprc_matches_the_definition_alone_and_in_a_batch():
-    rng = random.Random(0)
-    rows = []
-    for _ in range(40):
-        n = rng.randint(1, 12)
-        scores = [float(rng.randint(0, 4)) for _ in range(n)]  # many ties on purpose
-        reference = [rng.random() < 0.3 for _ in range(n)]
-        reference[rng.randrange(n)] = True
-        rows.append((scores, reference))
-    batched = auprc_of([r[0] for r in rows], [r[1] for r in rows])
-    alone = [auprc_of([s], [r])[0] for s, r in rows]
+def test_average_precision_matches_the_definition_alone_and_in_a_batch():
+    rows = random_rows(0)
+    batched = metric_of("average_precision", [r[0] for r in rows], [r[1] for r in rows])
+    alone = [metric_of("average_precision", [s], [r])[0] for s, r in rows]
     assert batched == pytest.approx([hand_ap(s, r) for s, r in rows], abs=1e-12)
     assert batched == alone
 
 
-def test_auprc_needs_a_non_empty_reference():
+# ---- auprc (ERASER: trapezoid over scikit-learn's PR curve, ties pooled) -------------------
+
+# Each row: scores, reference, and the area worked out by hand. (Rec, P) points are one
+# per distinct score, highest first, after the start (0, 1); area = Σ ΔRec · (P + P_prev) / 2.
+AUPRC_ROWS = [
+    # order 0, 3, 2, 1: (1/2, 1), (1/2, 1/2), (1, 2/3), (1, 1/2)
+    # area 1/2 · 1 + 0 + 1/2 · (1/2 + 2/3) / 2 + 0 = 12/24 + 7/24 = 19/24
+    ([0.9, 0.1, 0.5, 0.7], [T, F, T, F], 19 / 24),
+    # 0.9 and 0.5 miss: (0, 0), (0, 0), then (1, 1/3): 1 · (0 + 1/3) / 2 = 1/6 (AP: 1/3)
+    ([0.1, 0.5, 0.9], [T, F, F], 1 / 6),
+    # order 0, 2, 4, 3, 1: (0, 0), (1/2, 1/2), (1, 2/3), (1, 1/2), (1, 2/5)
+    # area 0 + 1/2 · (0 + 1/2) / 2 + 1/2 · (1/2 + 2/3) / 2 = 3/24 + 7/24 = 5/12 (AP: 7/12)
+    ([3.0, -1.0, 2.0, 0.0, 1.0], [F, F, T, F, T], 5 / 12),
+    # perfect: (1/2, 1), (1, 1), (1, 2/3), (1, 1/2): 1
+    ([0.1, 0.7, 0.8, 0.2], [F, T, T, F], 1.0),
+    # the reference last of two: (0, 0), (1, 1/2): 1 · (0 + 1/2) / 2 = 1/4 (AP: 1/2)
+    ([0.9, 0.1], [F, T], 1 / 4),
+    ([5.0], [T], 1.0),  # (1, 1): 1
+]
+
+# Tied scores form one threshold. Each row also gives the area that ordering the tied
+# block by position (the rule of every other metric) would give, to show they differ.
+AUPRC_TIES = [
+    # one threshold, (1, 2/3): (1 + 2/3) / 2 = 5/6
+    # by position: (0, 0), (1/2, 1/2), (1, 2/3) -> 1/8 + 7/24 = 5/12
+    ([0.5, 0.5, 0.5], [F, T, T], 5 / 6, 5 / 12),
+    # 0.9: (1/2, 1); block {1, 2}: (1, 2/3); 0.1: (1, 1/2) -> 1/2 + 1/2 · (1 + 2/3) / 2 = 11/12
+    # by position: (1/2, 1), (1/2, 1/2), (1, 2/3) -> 1/2 + 7/24 = 19/24
+    ([0.9, 0.5, 0.5, 0.1], [T, F, T, F], 11 / 12, 19 / 24),
+    # 0.9 misses: (0, 0); block {0, 2}: (1, 1/3) -> 1 · (0 + 1/3) / 2 = 1/6
+    # by position (order 1, 0, 2, 3): (0, 0), (1, 1/2) -> 1/4
+    ([0.5, 0.9, 0.5, 0.1], [T, F, F, F], 1 / 6, 1 / 4),
+    # constant scores: (1, 2/4) -> (1 + 1/2) / 2 = 3/4 (position order: AP-like 5/6 -> 19/24)
+    ([1.0, 1.0, 1.0, 1.0], [T, F, T, F], 3 / 4, 19 / 24),
+    ([2.0, 2.0, 2.0], [T, T, T], 1.0, 1.0),  # a reference covering everything: 1
+]
+
+
+def test_auprc_hand_worked():
+    got = metric_of("auprc", [r[0] for r in AUPRC_ROWS], [r[1] for r in AUPRC_ROWS])
+    assert got == pytest.approx([r[2] for r in AUPRC_ROWS], abs=1e-12)
+    assert got == pytest.approx([hand_auprc(s, r) for s, r, _ in AUPRC_ROWS], abs=1e-12)
+
+
+def test_auprc_pools_tied_scores_into_one_threshold():
+    got = metric_of("auprc", [r[0] for r in AUPRC_TIES], [r[1] for r in AUPRC_TIES])
+    assert got == pytest.approx([r[2] for r in AUPRC_TIES], abs=1e-12)
+    # the position order differs on the first four rows: this is no tie-by-position metric
+    assert [abs(g - r[3]) > 1e-3 for g, r in zip(got, AUPRC_TIES)] == [T, T, T, T, F]
+    # ties at the same score in float32 only: 0.1 + 0.2 and 0.3 round to one float32 value
+    assert metric_of("auprc", [[0.1 + 0.2, 0.3, 0.0]], [[F, T, F]]) == pytest.approx([0.75])
+
+
+def test_auprc_same_alone_and_in_a_padded_batch():
+    rows = AUPRC_ROWS + [(s, r, want) for s, r, want, _ in AUPRC_TIES]
+    # mixed lengths 1..5 in one batch: padding scores 99 and is marked, and must be ignored
+    batched = metric_of("auprc", [r[0] for r in rows], [r[1] for r in rows])
+    alone = [metric_of("auprc", [s], [r])[0] for s, r, _ in rows]
+    assert batched == pytest.approx([r[2] for r in rows], abs=1e-12)
+    assert batched == alone
+
+
+def test_auprc_matches_the_definition_alone_and_in_a_batch():
+    rows = random_rows(1)
+    batched = metric_of("auprc", [r[0] for r in rows], [r[1] for r in rows])
+    alone = [metric_of("auprc", [s], [r])[0] for s, r in rows]
+    assert batched == pytest.approx([hand_auprc(s, r) for s, r in rows], abs=1e-12)
+    assert batched == alone
+
+
+def test_auprc_matches_scikit_learn():
+    metrics = pytest.importorskip("sklearn.metrics")
+    rows = random_rows(2, count=60)
+    got = metric_of("auprc", [r[0] for r in rows], [r[1] for r in rows])
+    want = []
+    for scores, reference in rows:
+        precision, recall, _ = metrics.precision_recall_curve([int(x) for x in reference], scores)
+        want.append(metrics.auc(recall, precision))
+    assert got == pytest.approx(want, abs=1e-12)
+
+
+# ---- token_f1 (ERASER: top ceil(rate · n) tokens, one dataset-level rate) ------------------
+
+
+def test_token_f1_hand_worked_at_fixed_rates():
+    # scores [0.9, 0.1, 0.5, 0.7] rank 0, 3, 2, 1; R = {0, 2}; F1 = 2 |S ∩ R| / (k + |R|)
+    scores, reference = [0.9, 0.1, 0.5, 0.7], [T, F, T, F]
+    cases = [
+        (0.1, 2 / 3),  # k = ceil(0.4) = 1: S = {0}, P = 1, R = 1/2: 2 · 1/2 / (3/2) = 2/3
+        (0.25, 2 / 3),  # k = 1
+        (0.3, 1 / 2),  # k = ceil(1.2) = 2: S = {0, 3}, P = R = 1/2
+        (0.5, 1 / 2),  # k = 2
+        (0.75, 4 / 5),  # k = 3: S = {0, 3, 2}, P = 2/3, R = 1: 2 · (2/3) / (5/3) = 4/5
+        (1.0, 2 / 3),  # k = 4: P = 1/2, R = 1: 2 · (1/2) / (3/2) = 2/3
+    ]
+    for k_frac, want in cases:
+        got = metric_of("token_f1", [scores], [reference], k_frac=k_frac)
+        assert got == pytest.approx([want], abs=1e-12), k_frac
+        assert got == pytest.approx([hand_token_f1(scores, reference, k_frac)], abs=1e-12)
+
+
+def test_token_f1_cuts_every_example_at_one_dataset_level_rate():
+    rows = [
+        ([0.9, 0.1, 0.5, 0.7], [T, F, T, F]),  # |R| / n = 2/4
+        ([0.2, 0.8], [F, T]),  # 1/2
+        ([0.1, 0.2, 0.3, 0.4, 0.5], [F, F, F, T, F]),  # 1/5
+    ]
+    # the engine's rate: (1/2 + 1/2 + 1/5) / 3 = 0.4, so k = ceil(1.6), ceil(0.8), ceil(2.0)
+    # row 0: k = 2, S = {0, 3}: 2 · 1 / 4 = 1/2
+    # row 1: k = 1, S = {1}: 2 · 1 / 2 = 1
+    # row 2: k = 2, S = {4, 3}: 2 · 1 / 3 = 2/3 — where r_precision (k = |R| = 1, S = {4}) gives 0
+    rate = (2 / 4 + 1 / 2 + 1 / 5) / 3
+    scores, reference = [r[0] for r in rows], [r[1] for r in rows]
+    got = metric_of("token_f1", scores, reference, rate=rate)
+    assert got == pytest.approx([1 / 2, 1.0, 2 / 3], abs=1e-12)
+    assert metric_of("r_precision", scores, reference) == pytest.approx([1 / 2, 1.0, 0.0])
+    # k_frac, when set, wins over the engine's rate
+    assert metric_of("token_f1", scores, reference, rate=rate, k_frac=0.4) == got
+    # k_frac = 1/4: k = 1, 1, 2: {0} -> 2/3, {1} -> 1, {4, 3} -> 2/3
+    assert metric_of("token_f1", scores, reference, rate=rate, k_frac=0.25) == pytest.approx(
+        [2 / 3, 1.0, 2 / 3], abs=1e-12
+    )
+
+
+def test_token_f1_float_noise_never_adds_a_token():
+    # 0.07 · 100 = 7.000000000000001 in floating point; k is 7, so the top 7 are exactly R
+    scores = [float(100 - i) for i in range(100)]
+    reference = [T] * 7 + [F] * 93
+    assert 0.07 * 100 > 7
+    assert metric_of("token_f1", [scores], [reference], k_frac=0.07) == [1.0]
+    assert metric_of("token_f1", [scores], [reference], rate=0.07) == [1.0]
+    # the engine's mean carries the same noise: rates 1/100 and 5/100 average to
+    # 0.030000000000000002, and k = 3 (not 4, which would give 2 · 3 / 7)
+    noisy = (0.01 + 0.05) / 2
+    assert noisy * 100 > 3
+    reference = [T] * 3 + [F] * 97
+    assert metric_of("token_f1", [scores], [reference], rate=noisy) == [1.0]
+
+
+def test_token_f1_ties_broken_by_position_and_bounds_of_k():
+    rows = [
+        ([1.0, 1.0, 1.0, 1.0], [F, F, T, T]),  # k = 2, ties: S = {0, 1}: 0
+        ([1.0, 1.0, 1.0, 1.0], [T, T, F, F]),  # S = {0, 1}: 1
+        ([0.3], [T]),  # k = ceil(0.5) = 1 = n: 1
+        ([0.1, 0.9], [T, F]),  # k = 1, S = {1}: 0
+    ]
+    got = metric_of("token_f1", [r[0] for r in rows], [r[1] for r in rows], k_frac=0.5)
+    assert got == [0.0, 1.0, 1.0, 0.0]
+    # at least one token: k = max(1, ceil(0.01 · 4)) = 1, S = {0}: 2 · 1 / 3 = 2/3
+    assert metric_of("token_f1", [[0.9, 0.1, 0.5, 0.7]], [[T, F, T, F]], k_frac=0.01) == (
+        pytest.approx([2 / 3], abs=1e-12)
+    )
+
+
+def test_token_f1_same_alone_and_in_a_padded_batch():
+    rows = random_rows(3)
+    rate = 0.3  # one fixed dataset-level rate for both runs
+    batched = metric_of("token_f1", [r[0] for r in rows], [r[1] for r in rows], rate=rate)
+    alone = [metric_of("token_f1", [s], [r], rate=rate)[0] for s, r in rows]
+    assert batched == pytest.approx([hand_token_f1(s, r, rate) for s, r in rows], abs=1e-12)
+    assert batched == alone
+    # the hand-worked rows of different lengths (1..5) in one batch, padding scored 99
+    fixed = [r[:2] for r in AUPRC_ROWS]
+    batched = metric_of("token_f1", [r[0] for r in fixed], [r[1] for r in fixed], k_frac=0.5)
+    # k = 2, 2, 3, 2, 1, 1: {0, 3} -> 1/2; {2, 1} vs {0} -> 0; {0, 2, 4} vs {2, 4} -> 4/5;
+    # {2, 1} -> 1; {0} vs {1} -> 0; {0} -> 1
+    assert batched == pytest.approx([1 / 2, 0.0, 4 / 5, 1.0, 0.0, 1.0], abs=1e-12)
+    alone = [metric_of("token_f1", [s], [r], k_frac=0.5)[0] for s, r in fixed]
+    assert batched == alone
+
+
+def test_token_f1_needs_a_rate():
+    with pytest.raises(InputError, match="token_f1 needs a rationale rate.*examples ex0, ex1"):
+        metric_of("token_f1", [[0.1, 0.2], [0.3, 0.4]], [[T, F], [F, T]])
+    for bad in (0, 0.0, 1.5, -0.1, "0.2", True):
+        with pytest.raises(InputError, match="k_frac must be a fraction in \\(0, 1\\]"):
+            metric_of("token_f1", [[0.1, 0.2]], [[T, F]], k_frac=bad)
+    with pytest.raises(InputError, match="reference_rate must be a fraction"):
+        metric_of("token_f1", [[0.1, 0.2]], [[T, F]], rate=0.0)
+
+
+def test_token_f1_and_auprc_ids_do_not_collide_with_version_1():
+    assert get_metric("token_f1").spec.id == "token_f1@2"
+    assert get_metric("auprc").spec.id == "auprc@2"
+    assert get_metric("token_f1").spec.params == (("k_frac", None),)
+    assert with_params(get_metric("token_f1"), k_frac=0.2).spec.id == "token_f1[k_frac=0.2]@2"
+    assert resolve("token_f1[k_frac=0.2]").spec.param("k_frac") == 0.2
+    for old in ("token_f1@1", "auprc@1"):
+        with pytest.raises(InputError, match="version 1 requested, 2 registered"):
+            resolve(old)
+    assert get_metric("r_precision").spec.id == "r_precision@1"
+    assert get_metric("average_precision").spec.id == "average_precision@1"
+
+
+# ---- common to the four --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", PLAUSIBILITY)
+def test_plausibility_needs_a_non_empty_reference(name):
+    params = {"k_frac": 0.5} if name == "token_f1" else {}
     with pytest.raises(
-        EmptyReferenceError, match="auprc: empty reference rationale for examples ex1"
+        EmptyReferenceError, match=f"{name}: empty reference rationale for examples ex1"
     ):
-        auprc_of([[0.1, 0.2], [0.3, 0.4]], [[T, F], [F, F]])
+        metric_of(name, [[0.1, 0.2], [0.3, 0.4]], [[T, F], [F, F]], **params)
     batch = make_batch([[5, 6]])
     inp = MetricInput(
         batch,
@@ -134,27 +385,29 @@ def test_auprc_needs_a_non_empty_reference():
         torch.full((1, 2), 0.5),
         None,
         None,
+        reference_rate=0.5,
     )
     with pytest.raises(
-        ValueError, match="auprc needs a reference rationale; none given for examples ex0"
+        ValueError, match=f"{name} needs a reference rationale; none given for examples ex0"
     ):
-        get_metric("auprc").compute(inp)
+        get_metric(name).compute(inp)
 
 
-def test_auprc_is_registered_as_plausibility():
-    spec = get_metric("auprc").spec
-    assert (spec.id, spec.family, spec.direction, spec.needs_reference) == (
-        "auprc@1",
-        "plausibility",
-        "higher",
-        True,
-    )
+@pytest.mark.parametrize("name", PLAUSIBILITY)
+def test_plausibility_metric_is_registered_as_plausibility(name):
+    spec = get_metric(name).spec
+    assert (spec.family, spec.direction, spec.needs_reference) == ("plausibility", "higher", True)
     assert spec.kinds == {CLASSIFICATION, PAIR_CLASSIFICATION} and "ERASER" in spec.citation
+    assert name in [m.spec.name for m in default_metrics(PAIR_CLASSIFICATION, True)]
+    assert name in [m.spec.name for m in default_metrics(CLASSIFICATION, True)]
+    assert name not in [m.spec.name for m in default_metrics(CLASSIFICATION, False)]
+    assert name not in [m.spec.name for m in default_metrics(ALIGNMENT, True)]
+
+
+def test_plausibility_registration_order():
     names = [name for name, _ in REGISTRY.items()]
-    assert names.index("auprc") == names.index("token_f1") + 1
-    assert "auprc" in [m.spec.name for m in default_metrics(PAIR_CLASSIFICATION, True)]
-    assert "auprc" not in [m.spec.name for m in default_metrics(CLASSIFICATION, False)]
-    assert "auprc" not in [m.spec.name for m in default_metrics(ALIGNMENT, True)]
+    start = names.index("r_precision")
+    assert names[start : start + 4] == list(PLAUSIBILITY)
 
 
 # ---- SST-2 phrase rationales -------------------------------------------------------------
