@@ -7,6 +7,7 @@ perturbations_per_eval idea); orderings are written out by hand from the scores.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import itertools
 import math
@@ -126,10 +127,13 @@ def make_input(rows, scores, *, chunk=512, reference=None, segments=None, model=
     base = perturber.probs(batch)
     width = batch.ids.shape[1]
     s = torch.tensor([list(r) + [0.0] * (width - len(r)) for r in scores], dtype=torch.float32)
-    ref = None
+    ref = rate = None
     if reference is not None:
         ref = torch.tensor([list(r) + [False] * (width - len(r)) for r in reference])
-    return MetricInput(batch, s, base.argmax(dim=1), base, perturber, ref)
+        # the engine's dataset-level |R| / n, here over these rows (token_f1 cuts at it)
+        rates = [sum(r) / len(r) for r in reference if len(r)]
+        rate = sum(rates) / len(rates) if rates else None
+    return MetricInput(batch, s, base.argmax(dim=1), base, perturber, ref, reference_rate=rate)
 
 
 def value(metric, rows, scores, **kw):
@@ -373,7 +377,7 @@ def test_flip_erasers_hand(chunk):
 # ---- plausibility --------------------------------------------------------------------------
 
 
-def test_token_f1_hand():
+def test_r_precision_hand():
     rows = [X, X, X]
     scores = [X_SCORES, X_SCORES, [0.0] * 5]
     reference = [
@@ -381,23 +385,37 @@ def test_token_f1_hand():
         [False, True, False, False, False],  # top 1 = {0}: 0
         [True, True, False, False, False],  # ties -> {0, 1}: 1 (by last position: 0)
     ]
-    out = value("token_f1", rows, scores, reference=reference).values.tolist()
+    out = value("r_precision", rows, scores, reference=reference).values.tolist()
     assert out == pytest.approx([2 / 3, 0.0, 1.0], abs=TOL)
 
 
-def test_token_f1_ignores_reference_on_padding_and_needs_one():
+def test_r_precision_ignores_reference_on_padding_and_needs_one():
     # row 1 is padded; a reference bit on its padding is ignored
     inp = make_input([X, Y], [X_SCORES, [0.1, 0.9]], reference=[[True] * 5, [True, False]])
     ref = inp.reference.clone()
     ref[1, 3] = True
-    out = get_metric("token_f1").compute(
-        MetricInput(inp.batch, inp.scores, inp.target, inp.base_probs, inp.perturber, ref)
-    )
+    out = get_metric("r_precision").compute(dataclasses.replace(inp, reference=ref))
     assert out.values.tolist() == [1.0, 0.0]
     with pytest.raises(ValueError, match="ex1"):
-        value("token_f1", [X, Y], [X_SCORES, [0.1, 0.9]], reference=[[True] * 5, [False, False]])
+        value("r_precision", [X, Y], [X_SCORES, [0.1, 0.9]], reference=[[True] * 5, [False, False]])
     with pytest.raises(ValueError, match="reference"):
-        value("token_f1", [X], [X_SCORES])
+        value("r_precision", [X], [X_SCORES])
+
+
+def test_token_f1_and_auprc_hand():
+    # X_SCORES rank 0, 4, 2, 3, 1; R = {0, 2, 3}, |R| / n = 3/5 (make_input's rate)
+    reference = [[True, False, True, True, False]]
+    # rate 3/5: k = 3, S = {0, 4, 2}, 2 hits: 2 · 2 / (3 + 3) = 2/3
+    assert value("token_f1", [X], [X_SCORES], reference=reference).values.tolist() == (
+        pytest.approx([2 / 3], abs=TOL)
+    )
+    # k_frac 0.4: k = 2, S = {0, 4}, 1 hit: 2 · 1 / (2 + 3) = 2/5
+    out = value("token_f1", [X], [X_SCORES], reference=reference, k_frac=0.4)
+    assert out.values.tolist() == pytest.approx([2 / 5], abs=TOL)
+    # (Rec, P) at 0.9, 0.7, 0.5, 0.3, 0.1: (1/3, 1), (1/3, 1/2), (2/3, 2/3), (1, 3/4), (1, 3/5)
+    # area 1/3 + 0 + 1/3 · (1/2 + 2/3) / 2 + 1/3 · (2/3 + 3/4) / 2 + 0 = 55/72
+    out = value("auprc", [X], [X_SCORES], reference=reference)
+    assert out.values.tolist() == pytest.approx([55 / 72], abs=TOL)
 
 
 # ---- batching, padding, chunking -------------------------------------------------------------
@@ -420,7 +438,10 @@ VARIANTS = [
     ("flip_rate", {}),
     ("flip_fraction", {}),
     ("flip_fraction", {"eraser": "pad"}),
-    ("token_f1", {}),
+    ("r_precision", {}),
+    ("average_precision", {}),
+    ("token_f1", {"k_frac": 0.4}),  # a fixed rate: the engine's varies with the rows scored
+    ("auprc", {}),
 ]
 
 
@@ -465,7 +486,7 @@ class CountingPerturber(Perturber):
 def test_each_metric_calls_the_perturber_once(name):
     inp = make_input(ROWS, SCORES, reference=REFS, chunk=2, segments=SEGMENTS)
     counting = CountingPerturber(MODEL, chunk_size=2)
-    inp = MetricInput(inp.batch, inp.scores, inp.target, inp.base_probs, counting, inp.reference)
+    inp = dataclasses.replace(inp, perturber=counting)
     get_metric(name).compute(inp)
     assert counting.calls == (1 if get_metric(name).spec.family == "faithfulness" else 0)
 
@@ -538,6 +559,8 @@ def test_registry_and_helpers():
         "sufficiency",
         "flip_rate",
         "flip_fraction",
+        "r_precision",
+        "average_precision",
         "token_f1",
         "auprc",
         "segment_share",
@@ -547,7 +570,7 @@ def test_registry_and_helpers():
     plain = [m.spec.name for m in default_metrics(CLASSIFICATION, has_reference=False)]
     assert plain == REGISTRY.names()[:6]
     with_ref = [m.spec.name for m in default_metrics(CLASSIFICATION, has_reference=True)]
-    assert with_ref == REGISTRY.names()[:8]
+    assert with_ref == REGISTRY.names()[:10]
     pairs = [m.spec.name for m in default_metrics(PAIR_CLASSIFICATION, has_reference=True)]
     assert pairs == REGISTRY.names()
     assert default_metrics(ALIGNMENT, has_reference=True) == []
@@ -578,7 +601,7 @@ def test_bad_params_are_input_errors(name, params, match):
         value(name, [X], [X_SCORES], **params)
 
 
-@pytest.mark.parametrize("name", [n for n in REGISTRY.names() if n != "token_f1"])
+@pytest.mark.parametrize("name", REGISTRY.names())
 def test_empty_example_is_an_error_naming_it(name):
     with pytest.raises(InputError, match="ex1"):
         value(name, [X, []], [X_SCORES, []], segments=[[0] * len(X), []])
