@@ -36,6 +36,7 @@ The contract of ``explain(model, batch, target, *, rng)``:
 
 >>> import torch
 >>> from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
+>>> from benchmark.core.isolation import InProcess
 >>> from benchmark.core.validation import run_checks
 >>> from benchmark.core.vocab import collate
 >>> _ = torch.manual_seed(0)
@@ -44,7 +45,8 @@ The contract of ``explain(model, batch, target, *, rng)``:
 >>> batch = collate([[3, 4, 5], [6, 7]], ["a", "b"])
 >>> EXPLAINER.explain(model, batch, torch.tensor([0, 1]), rng=torch.Generator()).shape
 torch.Size([2, 3])
->>> all(r.passed for r in run_checks(EXPLAINER, model, batch, torch.tensor([0, 1])))
+>>> caller = InProcess(EXPLAINER, model, time_budget_s=1.0)  # `validate` may use a worker
+>>> all(r.passed for r in run_checks(EXPLAINER, caller, batch, torch.tensor([0, 1])))
 True
 """
 

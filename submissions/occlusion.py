@@ -5,6 +5,15 @@ measure of Jain & Wallace 2019). Needs only ``logits``.
 
 Every one-token deletion of every row is stacked into one tensor of variants
 and forwarded in chunks of ``chunk_size`` rows; nothing loops over examples.
+
+Scored by its own operator. Under the metrics' default ``delete`` eraser, an
+occlusion score *is* the first step of the MoRF erasure curve: its top token is by
+definition the single deletion that lowers p(target) most. So it wins ``flip_rate``
+(and the k = 1 terms of ``aopc_morf`` and ``comprehensiveness``) by construction on
+a binary task, where the largest drop is the likeliest flip; its lead there says
+more about the match of operators than about faithfulness. Compare explainers also
+under ``eraser=mask`` (occlusion still deletes), as the README's robustness table
+does.
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ def test_run_synthetic_all_units(tmp_path, synthetic_ready):
                           "occlusion", "random"}
     metrics = {r.metric.split("[")[0].split("@")[0] for r in records}
     assert metrics == {"aopc_morf", "aopc_lerf", "comprehensiveness", "sufficiency", "flip_rate",
-                       "flip_fraction", "token_f1", "auprc"}
-    assert len(records) == len({r.key for r in records}) == 6 * 8
+                       "flip_fraction", "r_precision", "average_precision", "token_f1", "auprc"}
+    assert len(records) == len({r.key for r in records}) == 6 * 10
     for r in records:
         per = read_jsonl(tmp_path / r.per_example_file)
         assert r.estimate["n"] == len(per) == 24
@@ -43,13 +43,13 @@ def test_run_synthetic_all_units(tmp_path, synthetic_ready):
         assert r.provenance["checkpoint"] == synthetic_ready.checkpoint
     # a model that learned the task relies on the planted words: occlusion finds them
     f1 = {r.explainer.split("@")[0].split("[")[0]: r.estimate["mean"]
-          for r in records if r.metric.startswith("token_f1")}
+          for r in records if r.metric.startswith("r_precision")}
     assert f1["occlusion"] > 0.75 and f1["integrated_gradients"] > 0.75 and f1["random"] < 0.35
     assert len(summary.entries) == 6
     # a second run computes nothing and returns the same results
     again = run(RunConfig(out=str(tmp_path), **FAST))
-    assert again.computed == 0 and again.skipped == 48
-    assert len(read_results(tmp_path / "results.jsonl")) == 48
+    assert again.computed == 0 and again.skipped == 60
+    assert len(read_results(tmp_path / "results.jsonl")) == 60
 
 
 def test_broken_plugin_is_recorded_and_skipped(tmp_path, synthetic_ready):
@@ -90,11 +90,11 @@ def test_resume_after_kill_9(tmp_path, synthetic_ready):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     partial = read_jsonl(results)
-    assert killed and 3 <= len(partial) < 24, "the run must be killed part way"
+    assert killed and 3 <= len(partial) < 30, "the run must be killed part way"
     done = _cli(*args, env=env)
     assert done.returncode == 0, done.stderr
     records = read_results(results)
-    assert len(records) == 24 and len({r.key for r in records}) == 24
+    assert len(records) == 30 and len({r.key for r in records}) == 30
     # finished units were kept, not recomputed
     assert [r["key"] for r in partial] == [r.key for r in records[: len(partial)]]
     # the resumed results equal a clean run's

@@ -37,7 +37,7 @@ def test_pipeline_on_a_slice(shared_data, tmp_path):
     summary = run(config)
     assert summary.exit_code == 0
     records = read_results(tmp_path / "results.jsonl")
-    assert len(records) == 6 * 8  # six explainers x six faithfulness + two plausibility metrics
+    assert len(records) == 6 * 10  # six explainers x six faithfulness + four plausibility metrics
     for r in records:
         assert r.task == "sentiment@1" and r.estimate["n"] == 16  # all 16 have a rationale
         acc = r.provenance["model_accuracy"]
