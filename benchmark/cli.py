@@ -42,7 +42,9 @@ EPILOGS = {
     "leaderboard": """examples:
   faithbench leaderboard
   faithbench leaderboard --task sentiment --metric comprehensiveness --format markdown
-  faithbench leaderboard --wide --format markdown  # explainers x metrics, per task""",
+  faithbench leaderboard --wide --format markdown  # explainers x metrics, per task
+  faithbench leaderboard --wide --metrics comprehensiveness sufficiency \
+      "comprehensiveness[eraser=mask]" "sufficiency[eraser=mask]" """,
     "compare": """examples:
   faithbench compare gradient attention
   faithbench compare 3f2a9c integrated_gradients --task sentiment""",
@@ -139,6 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only metrics of this family (never mixed in one ranking)")
     p.add_argument("--wide", action="store_true",
                    help="one table per task: explainers x metrics, each cell mean [CI]")
+    p.add_argument("--metrics", nargs="+", default=[],
+                   help="with --wide: these metric columns, in this order (names or ids, "
+                   "e.g. 'comprehensiveness[eraser=mask]')")
 
     p = verb("compare", "paired difference of two entries on the same examples")
     p.add_argument("a")
@@ -217,16 +222,31 @@ def _print_checks(checks) -> bool:
     return all(c.passed for c in checks)
 
 
-def _matrix(entries, task, fmt, *, family=None, sort_by=None) -> str:
+def _matrix(entries, task, fmt, *, family=None, sort_by=None, metrics=None) -> str:
     """Explainers x metrics; sorted by ``sort_by`` where it names one metric, else the first."""
     from leaderboard.render import render_matrix
 
     try:
-        return render_matrix(entries, task, fmt, family=family, sort_by=sort_by)
+        return render_matrix(entries, task, fmt, family=family, sort_by=sort_by, metrics=metrics)
     except InputError:
         if sort_by is None:
             raise
-        return render_matrix(entries, task, fmt, family=family)
+        return render_matrix(entries, task, fmt, family=family, metrics=metrics)
+
+
+def _metric_ids(names) -> list[str]:
+    """Canonical ids of registered metric names (``comprehensiveness`` is its default
+    parameters, ``comprehensiveness[eraser=mask]`` the mask variant), so a column is
+    one metric; a name the registry does not know is kept and matched as given."""
+    import metrics as metric_registry
+
+    out = []
+    for name in names:
+        try:
+            out.append(metric_registry.resolve(name).spec.id)
+        except InputError:
+            out.append(name)
+    return out
 
 
 def _print_summary(summary) -> None:
@@ -331,7 +351,8 @@ def dispatch(args) -> int:
             for task in names:
                 default = "comprehensiveness" if args.family in (None, "faithfulness") else None
                 print(_matrix(entries, task, args.format, family=args.family,
-                              sort_by=args.metric or default) + "\n")
+                              sort_by=args.metric or default,
+                              metrics=_metric_ids(config.metrics)) + "\n")
         else:
             print(render_leaderboard(rank(entries, task=args.task, metric=args.metric,
                                           family=args.family), args.format))

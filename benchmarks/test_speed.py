@@ -2,6 +2,7 @@
 
 Run: ``python -m pytest benchmarks --benchmark-columns=mean,rounds`` (add
 ``FAITHBENCH_BENCH_TASK=sentiment FAITHBENCH_DATA=../shared/data`` for SST-2).
+``test_explain_isolation_cost`` times an explainer in-process and in a worker process.
 Each metric benchmark records in ``extra_info`` the rows it forwarded, its rows/s,
 the model's best forward rows/s on the unperturbed examples (across chunk sizes),
 and ``cost_vs_forward``: metric time / time of the bare forward passes of exactly
@@ -111,3 +112,21 @@ def test_metric(benchmark, name, setup, forward_rows_per_s):
         cost_vs_forward=seconds / forward,
     )
     assert torch.isfinite(torch.as_tensor(result.values)).all()
+
+
+@pytest.mark.parametrize("isolation", ["none", "process"])
+@pytest.mark.parametrize("name", ["gradient", "occlusion"])
+def test_explain_isolation_cost(benchmark, name, isolation, setup):
+    """What running a plugin in a worker process costs: one fork per explainer run plus a
+    pickle round trip per batch, against the same explainer in this process."""
+    ready, examples, probs, targets, _ = setup
+    explainer = resolve_explainer(name)
+
+    def once():
+        return explain(explainer, ready, examples, targets, batch_size=64, seed=0,
+                       time_budget_s=None, progress=False, isolation=isolation)
+
+    result = benchmark.pedantic(once, rounds=3, warmup_rounds=1)
+    benchmark.extra_info.update(isolation=isolation,
+                                examples_per_s=len(examples) / benchmark.stats.stats.mean)
+    assert len(result.scores) == len(examples)

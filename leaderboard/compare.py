@@ -12,7 +12,9 @@ Per (task, metric):
   retraining; with one seed the bootstrap over examples.
 - ``p_holm``: Holm's correction across every row one ``compare`` call returns (all
   tasks x metrics), since a reader scans them all for a winner. ``better`` reads
-  ``diff`` through the metric's direction, and only when p_holm < alpha.
+  ``diff`` through the metric's direction, and only when p_holm < alpha *and* the CI
+  of ``diff`` excludes 0: the test conditions on the checkpoints, the two-level CI
+  also covers retraining, and a winner must survive both.
 """
 
 from __future__ import annotations
@@ -137,10 +139,12 @@ def _compare_one(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
 
 
 def _decide(row: dict, p_holm: float, a: Entry, b: Entry) -> None:
-    """Set p_holm, and name a winner where it is below alpha and the metric has a side."""
+    """Set p_holm, and name a winner where it is below alpha, the CI of the difference
+    excludes zero, and the metric has a side."""
     row["p_holm"] = p_holm
     alpha = round(1 - row["confidence"], 12)
-    if p_holm < alpha and row["diff"] != 0 and row["direction"] != "none":
+    ci_excludes_zero = row["ci_low"] > 0 or row["ci_high"] < 0
+    if p_holm < alpha and ci_excludes_zero and row["diff"] != 0 and row["direction"] != "none":
         a_wins = (row["diff"] > 0) == (row["direction"] == "higher")
         winner = a if a_wins else b
         row["better"], row["better_entry"] = winner.explainer, winner.entry_id

@@ -153,16 +153,29 @@ def render_matrix(
     *,
     family: str | None = None,
     sort_by: str | None = None,
+    metrics: list[str] | None = None,
 ) -> str:
     """Explainers as rows, the task's metrics as columns, sorted by ``sort_by``
-    (a metric name or id; default the first column: faithfulness metrics first)."""
+    (a metric name or id; default the first column: faithfulness metrics first).
+    ``metrics`` (canonical ids or short names) picks the columns, in that order."""
     _check_fmt(fmt)
     rows = rank(entries, task=task, family=family)
     tasks = sorted({r["task"] for r in rows})
     if len(tasks) > 1:
         raise InputError(f"task {task!r} matches {', '.join(tasks)}; give the full task id")
-    metrics = sorted({(FAMILIES.index(r["family"]), r["metric"]) for r in rows})
-    metrics = [m for _, m in metrics]
+    found = sorted({(FAMILIES.index(r["family"]), r["metric"]) for r in rows})
+    found = [m for _, m in found]
+    if metrics:
+        picked = []
+        for query in metrics:
+            hits = [m for m in found if matches(m, query) and m not in picked]
+            if not hits:
+                raise InputError(f"metric {query!r} matches none of {tasks[0]}'s results: "
+                                 f"{', '.join(found)}")
+            picked += hits
+        rows = [r for r in rows if r["metric"] in picked]
+        found = picked
+    metrics = found
     direction = {r["metric"]: r["direction"] for r in rows}
     if sort_by is None:
         key = metrics[0]
@@ -267,8 +280,8 @@ def comparison_note(rows: list[dict]) -> str:
     ...                         "confidence": 0.95}] * 2))
     p: paired two-sided sign-flip test (exact) of mean(A − B) = 0 on the shared examples,
     values averaged over the shared model seeds (conditional on these checkpoints);
-    p (Holm): Holm–Bonferroni over the 2 rows; better: named only where p (Holm) < 0.05.
-    CI of A − B: bootstrap over examples.
+    p (Holm): Holm–Bonferroni over the 2 rows; better: named only where p (Holm) < 0.05
+    and the CI of A − B excludes 0. CI of A − B: bootstrap over examples.
     """
     kinds = sorted({r["test"].removeprefix("sign-flip ") for r in rows})
     alphas = sorted({round(1 - r["confidence"], 6) for r in rows})
@@ -283,7 +296,8 @@ def comparison_note(rows: list[dict]) -> str:
         f"p: paired two-sided sign-flip test ({', '.join(kinds)}) of mean(A − B) = 0 on the "
         "shared examples, values averaged over the shared model seeds (conditional on these "
         f"checkpoints); p (Holm): Holm–Bonferroni over the {len(rows)} row{plural}; better: named "
-        f"only where p (Holm) < {alpha}. CI of A − B: {'; '.join(methods)}."
+        f"only where p (Holm) < {alpha} and the CI of A − B excludes 0. CI of A − B: "
+        f"{'; '.join(methods)}."
     )
 
 

@@ -311,6 +311,19 @@ def test_compare_with_seeds_bootstraps_seeds_then_examples(tmp_path):
     assert (row["p_value"], row["test"], row["better"]) == (0.125, "sign-flip exact", NO_DIFFERENCE)
 
 
+def test_compare_names_no_winner_when_the_seeds_disagree(tmp_path):
+    # a - b is +1 on all 12 examples under seed 0 and -0.8 under seed 1: averaged over
+    # the seeds it is +0.1 everywhere, so the sign-flip test (conditional on these two
+    # checkpoints) gives p ~ 1/2001 (only the all-plus and all-minus patterns of 4096
+    # are as extreme); but resampling the seeds gives mean differences 1,
+    # 0.1 and -0.8, the CI crosses 0, and a retrained model could reverse the order
+    a = seeded_entry(tmp_path, ATT, {0: [1.5] * 12, 1: [0.2] * 12})
+    b = seeded_entry(tmp_path, GRAD, {0: [0.5] * 12, 1: [1.0] * 12})
+    (row,) = compare(a, b)
+    assert row["p_holm"] == row["p_value"] < 0.002
+    assert row["ci_low"] < 0 < row["ci_high"] and row["better"] == NO_DIFFERENCE
+
+
 def test_compare_uses_only_shared_examples(tmp_path):
     a = make_entry(tmp_path, ATT, {COMP: [0.25] * 100})
     # b scored 50 more examples, with values far off; they must not count.
@@ -722,7 +735,7 @@ def test_render_comparison(tmp_path):
         "p: paired two-sided sign-flip test (monte carlo) of mean(A − B) = 0 on the shared "
         "examples, values averaged over the shared model seeds (conditional on these "
         "checkpoints); p (Holm): Holm–Bonferroni over the 1 row; better: named only where "
-        "p (Holm) < 0.05. CI of A − B: bootstrap over examples."
+        "p (Holm) < 0.05 and the CI of A − B excludes 0. CI of A − B: bootstrap over examples."
     )
     parsed = list(csv.reader(io.StringIO(render_comparison(rows, "csv"))))
     line = dict(zip(parsed[0], parsed[1]))
