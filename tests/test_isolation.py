@@ -92,6 +92,22 @@ def test_worker_gives_the_same_scores_as_in_process(model, batch):
     torch.testing.assert_close(again, here, rtol=0, atol=0)
 
 
+def test_worker_after_multithreaded_parent_does_not_hang(model, batch):
+    """OpenMP's pool does not survive fork: a worker that kept the parent's thread count
+    hung on its first op once the parent had run multi-threaded (seen with 2 threads)."""
+    b, target = batch
+    torch.set_num_threads(2)
+    try:
+        torch.randn(512, 512) @ torch.randn(512, 512)  # the parent's thread pool is up
+        gradient = resolve_explainer("gradient")
+        with plugin_caller(gradient, model, time_budget_s=5.0, isolation="process") as caller:
+            isolated = caller.explain(b, target, seed=0)
+    finally:
+        torch.set_num_threads(1)
+    here = InProcess(gradient, model, 5.0).explain(b, target, seed=0)
+    torch.testing.assert_close(isolated, here)
+
+
 def test_auto_isolation_runs_only_outside_plugins_in_a_worker(model):
     assert is_reference(resolve_explainer("occlusion"))
     assert not is_reference(plugin("calls_os_exit"))

@@ -71,8 +71,7 @@ class Worker:
         ctx = multiprocessing.get_context("fork")
         parent, child = ctx.Pipe()
         self.process = ctx.Process(target=_serve, daemon=True, name=f"faithbench-{self.name}",
-                                   args=(child, self.explainer, self.model,
-                                         torch.get_num_threads()))
+                                   args=(child, self.explainer, self.model))
         self.process.start()
         child.close()
         self.conn = parent
@@ -122,11 +121,13 @@ class Worker:
             self.process = self.conn = None
 
 
-def _serve(conn, explainer: Explainer, model: ExplainableModel, threads: int) -> None:
+def _serve(conn, explainer: Explainer, model: ExplainableModel) -> None:
     """The worker's loop: one (batch, target, seed) in, one ("ok", scores) or
     ("error", (stage, problem, example ids)) out, until ``None`` arrives."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the user's Ctrl-C is for the parent
-    torch.set_num_threads(threads)
+    # OpenMP's thread pool does not survive fork: a child that uses it after the parent
+    # ran multi-threaded ops hangs. One thread, as PyTorch's own DataLoader workers do.
+    torch.set_num_threads(1)
     while True:
         try:
             request = pickle.loads(conn.recv_bytes())
