@@ -16,8 +16,8 @@ import torch
 from tqdm.auto import tqdm
 
 from benchmark.core.api import Explainer, MetricInput
-from benchmark.core.perturb import Perturber
 from benchmark.core.isolation import plugin_caller
+from benchmark.core.perturb import Perturber
 from benchmark.core.validation import model_eval
 
 

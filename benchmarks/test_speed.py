@@ -119,7 +119,7 @@ def test_metric(benchmark, name, setup, forward_rows_per_s):
 def test_explain_isolation_cost(benchmark, name, isolation, setup):
     """What running a plugin in a worker process costs: one fork per explainer run plus a
     pickle round trip per batch, against the same explainer in this process."""
-    ready, examples, probs, targets, _ = setup
+    ready, examples, _, targets, _ = setup
     explainer = resolve_explainer(name)
 
     def once():

@@ -16,26 +16,21 @@ from torch import nn
 
 import submissions
 from benchmark.core.api import Batch, Explainer, ExplainerSpec
+from benchmark.core.isolation import InProcess
 from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
 from benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
 from benchmark.core.plugins import load_explainer
-from benchmark.core.isolation import InProcess
 from benchmark.core.validation import run_checks
 from benchmark.core.vocab import collate
 from submissions.integrated_gradients import IntegratedGradientsExplainer
 from submissions.occlusion import OcclusionExplainer
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 SUBMISSIONS = Path(submissions.__file__).parent
 RNG_SEED = 7
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These models are tiny: on a shared CPU one intra-op thread is ~10x faster than two."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def rng(seed: int = RNG_SEED) -> torch.Generator:

@@ -16,14 +16,13 @@ import torch
 from benchmark.core.cache import weights_hash
 from benchmark.core.errors import PluginError
 from benchmark.core.isolation import InProcess, Worker, is_reference, plugin_caller
-from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
 from benchmark.core.plugins import load_explainer
 from benchmark.core.records import read_jsonl, read_results
-from benchmark.core.vocab import collate
 from benchmark.plan import RunConfig
 from benchmark.runner import resolve_explainer, run
 from benchmark.verbs import validate_plugin
 
+pytestmark = pytest.mark.usefixtures("one_thread")
 PLUGINS = Path(__file__).parent / "plugins"
 IDS = ("ex-a", "ex-b", "ex-c")
 FAST = dict(limit=16, batch_size=8, progress=False)
@@ -33,24 +32,10 @@ def plugin(name: str):
     return load_explainer(str(PLUGINS / f"{name}.py"))
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
-@pytest.fixture
-def model():
-    torch.manual_seed(0)
-    return AttentionClassifier(ClassifierConfig(vocab_size=50, num_classes=2, embed_dim=16,
-                                                hidden=16, attn_dim=16)).eval()
 
 
-@pytest.fixture
-def batch():
-    return collate([[5, 6, 7, 8], [9, 10], [11, 12, 13]], IDS), torch.tensor([0, 1, 0])
 
 
 # ---------------------------------------------------------------- in a worker process
@@ -167,7 +152,7 @@ def test_run_survives_every_misbehaving_plugin(tmp_path, synthetic_ready):
     metrics = ("comprehensiveness", "flip_rate")
     mixed = run(RunConfig(out=str(tmp_path / "mixed"), explainers=refs + ("gradient",),
                           metrics=metrics, time_budget_s=2.0, **FAST))
-    alone = run(RunConfig(out=str(tmp_path / "alone"), explainers=("gradient",),
+    run(RunConfig(out=str(tmp_path / "alone"), explainers=("gradient",),
                           metrics=metrics, **FAST))
     assert mixed.exit_code == 1
     failed = {f.explainer.split("@")[0] for f in mixed.failures}

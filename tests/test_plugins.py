@@ -16,11 +16,11 @@ import submissions
 from benchmark.core import plugins
 from benchmark.core.api import ExplainerSpec
 from benchmark.core.errors import PluginError
-from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
-from benchmark.core.plugins import ENTRY_POINT_GROUP, load_explainer
 from benchmark.core.isolation import InProcess
+from benchmark.core.plugins import ENTRY_POINT_GROUP, load_explainer
 from benchmark.core.validation import explain_checked, run_checks
-from benchmark.core.vocab import collate
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 HERE = Path(__file__).resolve().parent
 BROKEN = HERE / "plugins"
@@ -28,24 +28,10 @@ SUBMISSIONS = Path(submissions.__file__).resolve().parent
 IDS = ("ex-a", "ex-b", "ex-c")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
-@pytest.fixture(scope="module")
-def model():
-    torch.manual_seed(0)
-    return AttentionClassifier(ClassifierConfig(vocab_size=50, num_classes=2, embed_dim=16,
-                                                hidden=16, attn_dim=16)).eval()
 
 
-@pytest.fixture
-def batch():
-    return collate([[5, 6, 7, 8], [9, 10], [11, 12, 13]], IDS), torch.tensor([0, 1, 0])
 
 
 def broken(name: str) -> str:

@@ -24,14 +24,6 @@ from tasks.synthetic import TASK as SYNTHETIC
 SMALL = dict(train_limit=300, epochs=2)
 
 
-@pytest.fixture
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def fresh(seed, tmp_path, monkeypatch, **extra):
     """Train from scratch into an empty cache (so nothing is loaded)."""
     monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path / f"cache-{seed}-{len(list(tmp_path.iterdir()))}"))
