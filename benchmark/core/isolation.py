@@ -21,6 +21,7 @@ per explainer and a pickle round trip per batch (measured in the README).
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import pickle
@@ -32,6 +33,8 @@ import torch
 from benchmark.core.api import Batch, ExplainableModel, Explainer
 from benchmark.core.errors import InputError, PluginError
 from benchmark.core.validation import call_plugin, explain_checked, over_budget
+
+log = logging.getLogger(__name__)
 
 ISOLATION = ("auto", "process", "none")
 TRUSTED_PACKAGE = "submissions."  # the reference explainers
@@ -157,6 +160,10 @@ def plugin_caller(explainer: Explainer, model: ExplainableModel, *,
     """The object whose ``explain(batch, target, seed=)`` every caller uses; closed after."""
     check_isolation(isolation)
     in_worker = isolation == "process" or (isolation == "auto" and not is_reference(explainer))
+    if in_worker and "fork" not in multiprocessing.get_all_start_methods():
+        log.warning("%s: this platform cannot fork; running the plugin in-process",
+                    explainer.spec.name)
+        in_worker = False
     caller = (Worker if in_worker else InProcess)(explainer, model, time_budget_s)
     try:
         yield caller
