@@ -14,6 +14,7 @@ import sys
 from tabulate import tabulate
 
 from benchmark.core.errors import FaithbenchError, InputError
+from benchmark.core.isolation import ISOLATION
 from benchmark.plan import DEFAULT_OUT, RunConfig
 
 EPILOGS = {
@@ -70,7 +71,7 @@ def _common(p: argparse.ArgumentParser, *, out: bool = True) -> None:
     p.add_argument("--batch-size", type=int, default=32, help="examples per explain/metric call")
     p.add_argument("--chunk-size", type=int, default=512, help="rows per forward pass")
     p.add_argument("--time-budget", type=float, default=5.0, help="seconds per example per explainer")
-    p.add_argument("--isolation", choices=["auto", "process", "none"], default="auto",
+    p.add_argument("--isolation", choices=ISOLATION, default="auto",
                    help="where explainer plugins run: auto (default) = a worker process for "
                    "outside plugins, in-process for the reference explainers; process = all "
                    "in workers; none = all in-process")

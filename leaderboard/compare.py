@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 
 from benchmark.core.errors import InputError
-from benchmark.core.stats import ALPHA, N_RESAMPLES, SEED, holm, sign_flip_test, two_level_bootstrap
-from leaderboard.entry import Entry, seed_means
+from benchmark.core.stats import ALPHA, holm, settings_of, sign_flip_test, two_level_bootstrap
+from leaderboard.entry import Entry
 from leaderboard.rank import FAMILIES, matches, seed_matrix
 from leaderboard.suite import require_same_suite, short_name
 
@@ -87,28 +87,27 @@ def _pairs(results: dict) -> str:
 def _compare_one(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
     va, vb = a.values(task, metric), b.values(task, metric)
     shared = va.keys() & vb.keys()
-    xa, xb = seed_means(va, shared), seed_means(vb, shared)
+    seeds = sorted({seed for seed, _ in shared})
+    ids, ma = seed_matrix({k: va[k] for k in shared}, seeds)  # (S, N) each, same ids
+    _, mb = seed_matrix({k: vb[k] for k in shared}, seeds)
+    # per example, the mean over the shared seeds (examples, not (seed, example) pairs,
+    # are what the test permutes: one sentence under two seeds is not two draws)
+    xa = dict(zip(ids, (math.fsum(col) / len(col) for col in zip(*ma))))
+    xb = dict(zip(ids, (math.fsum(col) / len(col) for col in zip(*mb))))
     if not xa:
         raise InputError(
             f"entries {a.label} and {b.label} share no examples for task "
             f"{task!r}, metric {metric!r} ({len(va)} and {len(vb)} per-example "
             "values); a paired comparison needs the same examples"
         )
-    ids = sorted(xa)
-    seeds = sorted({seed for seed, _ in shared})
     est = rec["estimate"]
     confidence = est.get("confidence", 1 - ALPHA)
-    settings = {
-        "n_resamples": est.get("n_resamples", N_RESAMPLES),
-        "alpha": round(1 - confidence, 12),
-        "seed": est.get("bootstrap_seed", SEED),
-    }
+    settings = settings_of(est)
     d = sign_flip_test([xa[i] for i in ids], [xb[i] for i in ids], **settings)
     lo, hi, ci_method = d.ci_low, d.ci_high, "bootstrap over examples"
     if len(seeds) > 1:
-        diffs = {k: va[k] - vb[k] for k in shared}
-        _, matrix = seed_matrix(diffs, seeds)  # (S, N), columns in the order of ids
-        two = two_level_bootstrap(matrix, **settings)
+        diff_matrix = [[x - y for x, y in zip(ra, rb)] for ra, rb in zip(ma, mb)]  # (S, N)
+        two = two_level_bootstrap(diff_matrix, **settings)
         lo, hi, ci_method = two.ci_low, two.ci_high, "two-level bootstrap"
     return {
         "task": task,

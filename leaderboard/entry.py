@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 import os
 import shutil
 import tempfile
@@ -95,23 +94,6 @@ class Entry:
     def values(self, task: str, metric: str) -> dict[tuple[int, str], float]:
         """Per-example values of one (task, metric), keyed by (model seed, example id)."""
         return self._values.get((task, metric), {})
-
-
-def seed_means(values: dict[tuple[int, str], float], keys=None) -> dict[str, float]:
-    """Per-example mean over model seeds, for the ids present under every seed of ``keys``.
-
-    Examples, not (seed, example) pairs, are what the bootstrap resamples: the same
-    sentence under two seeds is not two independent draws.
-
-    >>> seed_means({(0, "a"): 1.0, (1, "a"): 3.0, (0, "b"): 5.0})
-    {'a': 2.0}
-    """
-    keys = values.keys() if keys is None else keys
-    seeds = {seed for seed, _ in keys}
-    by_id: dict[str, list[float]] = defaultdict(list)
-    for seed, example in keys:
-        by_id[example].append(values[(seed, example)])
-    return {i: math.fsum(v) / len(v) for i, v in sorted(by_id.items()) if len(v) == len(seeds)}
 
 
 # --- writing --------------------------------------------------------------------------------

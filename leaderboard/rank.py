@@ -19,7 +19,7 @@ import math
 from collections import defaultdict
 
 from benchmark.core.errors import DataFileError, InputError
-from benchmark.core.stats import ALPHA, N_RESAMPLES, SEED, two_level_bootstrap
+from benchmark.core.stats import ALPHA, settings_of, two_level_bootstrap
 from leaderboard.entry import Entry
 from leaderboard.suite import require_same_suite, short_name
 
@@ -130,12 +130,7 @@ def _score(e: Entry, task: str, metric: str, recs: list[dict]) -> dict:
                 f"no example has values under every model seed {seeds} for "
                 f"task {task!r}, metric {metric!r}",
             )
-        b = two_level_bootstrap(
-            matrix,
-            n_resamples=est.get("n_resamples", N_RESAMPLES),
-            alpha=round(1 - confidence, 12),
-            seed=est.get("bootstrap_seed", SEED),
-        )
+        b = two_level_bootstrap(matrix, **settings_of(est))
         mean, lo, hi, n = b.mean, b.ci_low, b.ci_high, b.n
         spread = {
             "n_seeds": b.n_seeds,

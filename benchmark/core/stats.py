@@ -70,6 +70,20 @@ class SeedEstimate:
         return d
 
 
+def settings_of(estimate: dict) -> dict:
+    """The bootstrap settings a stored estimate was computed with (``n_resamples``,
+    ``alpha``, ``seed``), so a re-analysis of its values uses the same ones.
+
+    >>> settings_of({"n_resamples": 500, "confidence": 0.9, "bootstrap_seed": 3})
+    {'n_resamples': 500, 'alpha': 0.1, 'seed': 3}
+    >>> settings_of({})
+    {'n_resamples': 2000, 'alpha': 0.05, 'seed': 0}
+    """
+    return {"n_resamples": estimate.get("n_resamples", N_RESAMPLES),
+            "alpha": round(1 - estimate.get("confidence", 1 - ALPHA), 12),
+            "seed": estimate.get("bootstrap_seed", SEED)}
+
+
 def _finite(v: np.ndarray, what: str) -> None:
     if not np.all(np.isfinite(v)):
         raise ValueError(f"{what} got non-finite values; refusing to report a mean")
