@@ -15,6 +15,7 @@ from tabulate import tabulate
 
 from benchmark.core.errors import FaithbenchError, InputError
 from benchmark.core.isolation import ISOLATION
+from benchmark.core.names import FAMILIES
 from benchmark.plan import DEFAULT_OUT, RunConfig
 
 EPILOGS = {
@@ -138,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task")
     p.add_argument("--metric")
     p.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
-    p.add_argument("--family", choices=["faithfulness", "plausibility", "descriptive"],
+    p.add_argument("--family", choices=FAMILIES,
                    help="only metrics of this family (never mixed in one ranking)")
     p.add_argument("--wide", action="store_true",
                    help="one table per task: explainers x metrics, each cell mean [CI]")
@@ -264,6 +265,11 @@ def _print_summary(summary) -> None:
               r.estimate["n"]) for r in summary.results for name, count in sorted(r.extra.items())]
     if flags:
         print("\n" + tabulate(flags, headers=["task", "explainer", "metric", "flag", "count", "n"]))
+    if summary.rows_requested:
+        share = summary.rows_forwarded / summary.rows_requested
+        print(f"\nperturbed rows: {summary.rows_requested:,} requested by the metrics, "
+              f"{summary.rows_forwarded:,} forwarded ({share:.0%}; identical variants are "
+              "forwarded once and shared)")
     print(f"\n{summary.computed} units computed, {summary.skipped} already done, "
           f"{len(summary.failures)} failures; {summary.seconds:.1f}s; results in {summary.out}")
     for f in summary.failures:

@@ -1,12 +1,14 @@
-"""What a run will do, as data: the configuration and the units it implies.
+"""What a run will do, as data: the configuration, and the frozen units it implies.
 
-A unit is one (task, model seed, explainer, metric). Its key hashes everything
-that changes its result, so "done" can be read off the results file.
+A unit is one (task, model seed, explainer, metric) on one split and example limit.
+Its key hashes everything that changes its result — the model by its weights, so
+units are listed once a model is prepared (``units``) — and "done" is read off the
+results file by key. The key formula is that of schema 1: old result folders resume.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 from benchmark.core.cache import content_hash
 
@@ -22,7 +24,7 @@ class RunConfig:
     out: str = DEFAULT_OUT
     fresh: bool = False
     seeds: tuple[int, ...] = (0,)
-    split: str | None = None  # None = the task's eval split
+    split: str | None = None  # None = the task's eval split (TaskSpec.split)
     limit: int | None = None  # examples scored per task; None = the whole split
     variant: str | None = None  # task-specific data variant (e.g. SST-2 training split)
     train_limit: int | None = None
@@ -34,10 +36,36 @@ class RunConfig:
     progress: bool = True
     write_leaderboard: bool = True
     notes: str = ""
-    extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One result to compute: ``key`` names it in ``results.jsonl``."""
+
+    task: str  # task name
+    seed: int  # model seed
+    explainer: str  # canonical explainer id
+    metric: str  # canonical metric id
+    split: str
+    limit: int | None
+    key: str
+
+
+def models(config: RunConfig) -> list[tuple[str, int]]:
+    """(task, model seed) of every model the run evaluates, in run order."""
+    return [(task, seed) for task in config.tasks for seed in config.seeds]
+
+
+def units(config: RunConfig, task: str, seed: int, checkpoint: str, split: str,
+          explainers: list[str], metrics: list[str]) -> list[Unit]:
+    """Every unit of one model, explainer by explainer (each explainer's metrics share
+    its explanations), metrics in the given order."""
+    return [Unit(task, seed, e, m, split, config.limit,
+                 unit_key(checkpoint, e, m, split, config.limit))
+            for e in explainers for m in metrics]
 
 
 def unit_key(checkpoint: str, explainer_id: str, metric_id: str, split: str,

@@ -1,5 +1,5 @@
-"""The pipeline, top to bottom: task -> model -> base predictions -> explainer ->
-metrics -> result records -> leaderboard entries.
+"""The pipeline, top to bottom: plan -> session (task, model, base predictions) ->
+explainer -> metrics -> result records -> leaderboard entries.
 
 "Done" is defined by outputs: a unit is complete if and only if its result line
 exists in ``results.jsonl`` (per-example values are written first, atomically),
@@ -10,20 +10,20 @@ explainer) the same way, so a resumed run does not explain again.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import shutil
 import time
 from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 
 import metrics as metric_registry
 import submissions
-import tasks as task_registry
+from benchmark import plan
 from benchmark.core.api import Explainer
 from benchmark.core.errors import PluginError
-from benchmark.core.perturb import Perturber
 from benchmark.core.plugins import load_explainer
-from benchmark.core.provenance import environment
 from benchmark.core.records import (
     FailureRecord,
     ResultRecord,
@@ -32,10 +32,8 @@ from benchmark.core.records import (
     read_results,
     write_jsonl_atomic,
 )
-from benchmark.core.stats import bootstrap
-from benchmark.plan import RunConfig, unit_key
-from benchmark.scoring import base_probs, explain, score, with_reference
-from tasks.classification import TaskOptions
+from benchmark.plan import RunConfig
+from benchmark.session import EvaluationSession, open_session, per_example_rows
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +48,8 @@ class RunSummary:
     accuracy: dict = field(default_factory=dict)
     entries: list[Path] = field(default_factory=list)
     seconds: float = 0.0
+    rows_requested: int = 0  # perturbed rows the metrics asked for
+    rows_forwarded: int = 0  # distinct rows that went through a model
 
     @property
     def exit_code(self) -> int:
@@ -58,14 +58,16 @@ class RunSummary:
 
 def resolve_explainer(ref: str) -> Explainer:
     """A reference name (``gradient``) or any plugin reference (path, module, entry point)."""
-    if ref in submissions.REFERENCE:
-        return load_explainer(submissions.reference_module(ref))
-    return load_explainer(ref)
-
-
-def task_options(config: RunConfig, seed: int) -> TaskOptions:
-    return TaskOptions(data_dir=config.data_dir, seed=seed, train_limit=config.train_limit,
-                       variant=config.variant, epochs=config.epochs)
+    if ref in submissions.REGISTRY:
+        return submissions.get_explainer(ref)
+    try:
+        return load_explainer(ref)
+    except PluginError as exc:
+        close = difflib.get_close_matches(ref, submissions.REFERENCE, n=3)
+        if close and exc.stage == "load" and not ref.endswith(".py"):
+            hint = ", ".join(map(repr, close))
+            raise PluginError(ref, "load", f"{exc.problem}; did you mean {hint}?") from None
+        raise
 
 
 def run(config: RunConfig) -> RunSummary:
@@ -81,13 +83,12 @@ def run(config: RunConfig) -> RunSummary:
     for f in load_failures:
         append_jsonl(out / "failures.jsonl", f.as_dict())
     done = {r.key: r for r in read_results(out / "results.jsonl")}
-    for task_name in config.tasks:
-        task = task_registry.get_task(task_name)
-        metrics = _metrics_for(task.spec, config.metrics)
-        for seed in config.seeds:
-            ready = task.prepare(task_options(config, seed), progress=config.progress)
-            summary.accuracy[f"{task.spec.id}/seed={seed}"] = ready.accuracy
-            _run_model(config, ready, seed, explainers, metrics, done, summary)
+    for task_name, seed in plan.models(config):
+        session = open_session(task_name, config, seed)
+        summary.accuracy[f"{session.spec.id}/seed={seed}"] = session.prepared.accuracy
+        _run_session(session, explainers, done, summary)
+        summary.rows_requested += session.perturber.rows_requested
+        summary.rows_forwarded += session.perturber.rows_forwarded
     if config.write_leaderboard:
         summary.entries = write_entries(config, summary)
     summary.seconds = time.perf_counter() - start
@@ -116,113 +117,43 @@ def _load_explainers(config: RunConfig):
     return loaded, failures
 
 
-def _metrics_for(spec, names):
+def metrics_for(spec, names):
     """Named metrics (``name`` or ``name[key=value;...]``), else every one for the task."""
     if names:
         return [metric_registry.resolve(n) for n in names]
     return metric_registry.default_metrics(spec.kind, spec.has_reference)
 
 
-def _run_model(config, ready, seed, explainers, metrics, done, summary) -> None:
-    out = Path(config.out)
-    split = config.split or ready.spec.eval_split
-    examples = ready.examples(split, config.limit)
-    if not with_reference(examples):  # e.g. the hub copy of a task whose rationales are local
-        skipped = [m.spec.name for m in metrics if m.spec.needs_reference]
-        if skipped:
-            log.warning("%s: no example has a reference rationale; skipping %s",
-                        ready.spec.id, ", ".join(skipped))
-        metrics = [m for m in metrics if not m.spec.needs_reference]
-    perturber = Perturber(ready.model, chunk_size=config.chunk_size)
-    probs = None  # computed lazily, once per model, shared by every explainer and metric
-    for explainer in explainers:
-        keys = {m.spec.id: unit_key(ready.checkpoint, explainer.spec.id, m.spec.id, split, config.limit)
-                for m in metrics}
-        todo = [m for m in metrics if keys[m.spec.id] not in done]
-        summary.results += [done[k] for k in keys.values() if k in done]
-        summary.skipped += len(metrics) - len(todo)
+def _run_session(session: EvaluationSession, explainers, done, summary) -> None:
+    """Walk the units of one model: explain once per explainer, then score its metrics."""
+    config, out = session.config, Path(session.config.out)
+    metrics = {m.spec.id: m for m in session.applicable(metrics_for(session.spec, config.metrics))}
+    by_id = {e.spec.id: e for e in explainers}
+    units = plan.units(config, session.spec.name, session.seed, session.prepared.checkpoint,
+                       session.split, list(by_id), list(metrics))
+    for explainer_id, group in groupby(units, key=lambda u: u.explainer):
+        group = list(group)
+        todo = [u for u in group if u.key not in done]
+        summary.results += [done[u.key] for u in group if u.key in done]
+        summary.skipped += len(group) - len(todo)
         if not todo:
             continue
-        if probs is None:
-            probs = base_probs(ready, examples, perturber, config.batch_size)
-        targets = probs.argmax(dim=-1)
+        explainer = by_id[explainer_id]
         try:
-            explained = explanations_for(config, ready, seed, explainer, examples, targets, split)
+            explained = session.explain(explainer)
         except PluginError as exc:
-            summary.failures.append(record_failure(out, exc, ready.spec.id, explainer.spec.id, seed))
+            summary.failures.append(record_failure(out, exc, session.spec.id, explainer_id,
+                                                   session.seed))
             continue
-        for metric in todo:
-            key = keys[metric.spec.id]
-            scored = score(metric, ready, examples, explained["scores"], targets, probs, perturber,
-                           batch_size=config.batch_size, progress=config.progress)
-            record = _record(config, ready, seed, explainer, metric, split, key, examples,
-                             scored, explained)
-            write_jsonl_atomic(out / record.per_example_file,
-                               [{"id": i, "value": float(v)} for i, v in zip(scored.ids, scored.values)])
+        for unit in todo:
+            metric = metrics[unit.metric]
+            scored = session.score(metric, explained.scores, explainer=explainer)
+            record = session.record(unit, explainer, metric, scored, explained)
+            write_jsonl_atomic(out / record.per_example_file, per_example_rows(scored))
             append_jsonl(out / "results.jsonl", record.as_dict())
-            done[key] = record
+            done[unit.key] = record
             summary.results.append(record)
             summary.computed += 1
-
-
-def explanations_for(config, ready, seed, explainer, examples, targets, split) -> dict:
-    """``{"scores", "seconds"}`` of one explainer on ``examples``, cached per (model,
-    explainer, split, limit): a resumed run, or another verb on the same ``--out``,
-    does not explain again."""
-    key = unit_key(ready.checkpoint, explainer.spec.id, "explanations", split, config.limit)
-    path = Path(config.out) / "explanations" / f"{ready.spec.name}-{explainer.spec.name}-{key}.jsonl"
-    rows = read_jsonl(path)
-    if rows and len(rows) == len(examples):
-        return {"scores": [r["scores"] for r in rows], "seconds": rows[0].get("seconds", 0.0)}
-    result = explain(explainer, ready, examples, targets, batch_size=config.batch_size, seed=seed,
-                     time_budget_s=config.time_budget_s, progress=config.progress,
-                     isolation=config.isolation)
-    write_jsonl_atomic(path, [
-        {"id": e.id, "tokens": list(e.tokens), "scores": s, "target": t, "seconds": result.seconds}
-        for e, s, t in zip(examples, result.scores, result.targets)
-    ])
-    return {"scores": result.scores, "seconds": result.seconds}
-
-
-def _record(config, ready, seed, explainer, metric, split, key, examples, scored, explained):
-    estimate = bootstrap(scored.values)
-    extra = {name: int(flag.sum()) for name, flag in scored.flags.items()}
-    return ResultRecord(
-        key=key,
-        task=ready.spec.id,
-        model_seed=seed,
-        explainer=explainer.spec.id,
-        metric=metric.spec.id,
-        family=metric.spec.family,
-        direction=metric.spec.direction,
-        split=split,
-        estimate=estimate.as_dict(),
-        per_example_file=f"per_example/{key}.jsonl",
-        provenance={
-            **model_provenance(ready),
-            "config": {"run": {k: v for k, v in config.as_dict().items() if k != "progress"},
-                       "task": ready.config, "explainer": _spec_dict(explainer.spec),
-                       "metric": dict(metric.spec.params)},
-            "seeds": {"model": seed, "explainer": seed, "bootstrap": estimate.bootstrap_seed},
-        },
-        timing={"explain_s": explained["seconds"], "metric_s": scored.seconds,
-                "rows_forwarded": scored.rows_forwarded, "n_examples": len(examples)},
-        extra=extra,
-    )
-
-
-def model_provenance(ready) -> dict:
-    """What every record says about the model it used: code and environment, data
-    fingerprint, weights hash (``checkpoint``), cache key, and accuracy per split."""
-    return {**environment(), "data_fingerprint": ready.data_fingerprint,
-            "checkpoint": ready.checkpoint, "cache_key": ready.cache_key,
-            "model_accuracy": ready.accuracy}
-
-
-def _spec_dict(spec) -> dict:
-    return {"id": spec.id, "name": spec.name, "version": spec.version,
-            "requires": sorted(spec.requires), "params": dict(spec.params),
-            "deterministic": spec.deterministic, "citation": spec.citation}
 
 
 def write_entries(config: RunConfig, summary: RunSummary) -> list[Path]:
@@ -246,7 +177,7 @@ def write_entries(config: RunConfig, summary: RunSummary) -> list[Path]:
         for r in records:
             for row in read_jsonl(summary.out / r.per_example_file):
                 per_example.append({"task": r.task, "model_seed": r.model_seed, "metric": r.metric,
-                                    "id": row["id"], "value": row["value"]})
+                                    **row})
         spec = records[0].provenance["config"]["explainer"]
         paths.append(write_entry(summary.out / "leaderboard", explainer_spec=spec,
                                  results=[r.as_dict() for r in records], per_example=per_example,

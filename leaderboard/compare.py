@@ -22,9 +22,10 @@ from __future__ import annotations
 import math
 
 from benchmark.core.errors import InputError
+from benchmark.core.names import FAMILIES
 from benchmark.core.stats import ALPHA, holm, settings_of, sign_flip_test, two_level_bootstrap
 from leaderboard.entry import Entry
-from leaderboard.rank import FAMILIES, matches, seed_matrix
+from leaderboard.rank import matches, seed_matrix
 from leaderboard.suite import require_same_suite, short_name
 
 NO_DIFFERENCE = "no significant difference"

@@ -19,14 +19,10 @@ import math
 from collections import defaultdict
 
 from benchmark.core.errors import DataFileError, InputError
+from benchmark.core.names import DIRECTIONS, FAMILIES
 from benchmark.core.stats import ALPHA, settings_of, two_level_bootstrap
 from leaderboard.entry import Entry
 from leaderboard.suite import require_same_suite, short_name
-
-FAMILIES = ("faithfulness", "plausibility", "descriptive")
-# "none": a descriptive quantity (e.g. the premise share of the top-k); listed high to
-# low, but neither end is better
-DIRECTIONS = ("higher", "lower", "none")
 
 
 def matches(canonical: str, query: str | None) -> bool:

@@ -16,8 +16,9 @@ from collections import Counter
 from tabulate import tabulate
 
 from benchmark.core.errors import InputError
+from benchmark.core.names import FAMILIES
 from leaderboard.entry import Entry
-from leaderboard.rank import FAMILIES, matches, rank
+from leaderboard.rank import matches, rank
 from leaderboard.suite import short_name
 
 FORMATS = ("table", "markdown", "csv")

@@ -12,6 +12,7 @@ import math
 from collections import defaultdict
 
 from benchmark.core.errors import DataFileError, InputError
+from benchmark.core.names import DIRECTIONS
 from benchmark.core.records import ResultRecord
 
 ROW_FIELDS = ("task", "model_seed", "metric", "id", "value")
@@ -42,10 +43,10 @@ def check_results(results: list[dict]) -> list[ResultRecord]:
                 raise DataFileError(
                     where, None, f"provenance.{f}", "missing; the entry's suite is derived from it"
                 )
-        if rec.direction not in ("higher", "lower", "none"):
+        if rec.direction not in DIRECTIONS:
             raise DataFileError(
                 where, None, "direction",
-                f"must be 'higher', 'lower' or 'none', got {rec.direction!r}",
+                f"must be one of {', '.join(DIRECTIONS)}, got {rec.direction!r}",
             )
         key = (rec.task, rec.model_seed, rec.metric)
         if key in seen:

@@ -11,16 +11,15 @@ import dataclasses
 import difflib
 from typing import Any
 
-from benchmark.core.api import ALIGNMENT, CLASSIFICATION, PAIR_CLASSIFICATION, SimpleMetric
+from benchmark.core.api import SimpleMetric
 from benchmark.core.errors import InputError, UnknownNameError
+from benchmark.core.names import TASK_KINDS
 from benchmark.core.registry import Registry
 from metrics.erasure import AOPC_LERF, AOPC_MORF
 from metrics.flip import FLIP_FRACTION, FLIP_RATE
 from metrics.plausibility import AUPRC, AVERAGE_PRECISION, R_PRECISION, TOKEN_F1
 from metrics.rationale import COMPREHENSIVENESS, SUFFICIENCY
 from metrics.share import SEGMENT_SHARE
-
-TASK_KINDS = (CLASSIFICATION, PAIR_CLASSIFICATION, ALIGNMENT)
 
 REGISTRY: Registry[SimpleMetric] = Registry("metric")
 REGISTRY.add(AOPC_MORF.spec.name, AOPC_MORF)

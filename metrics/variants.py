@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
+from benchmark.core import erasers
 from benchmark.core.api import CLASSIFICATION, PAIR_CLASSIFICATION, Batch, MetricInput, MetricSpec
-from benchmark.core.erasers import ERASERS
 from benchmark.core.errors import InputError
 from benchmark.core.ranking import least_k_mask, top_k_mask
 
@@ -38,10 +38,7 @@ class EmptyExampleError(InputError, ValueError):
 
 
 def check_eraser(metric: str, eraser: str) -> None:
-    if eraser not in ERASERS:
-        raise InputError(
-            f"metric {metric}: unknown eraser {eraser!r}; choose one of {', '.join(ERASERS)}"
-        )
+    erasers.check_eraser(eraser, f"metric {metric}: ")
 
 
 def real_lengths(metric: str, batch: Batch) -> torch.Tensor:

@@ -1,10 +1,32 @@
 """Explainers. The reference explainers are ordinary submissions, written only
 against ``benchmark.core.api`` — the same surface an outside submitter uses
-(see ``TEMPLATE.py``). Each module exposes one ``EXPLAINER`` object."""
+(see ``TEMPLATE.py``). Each module exposes one ``EXPLAINER`` object.
 
-REFERENCE = (
-    "attention", "gradient", "gradient_x_input", "integrated_gradients", "occlusion", "random",
+``REGISTRY`` lists the reference explainers by explicit ``add`` calls, the same
+registration style as tasks and metrics (duplicates refused, "did you mean" for
+unknown names); ``REFERENCE`` is its names, in order.
+"""
+
+from benchmark.core.registry import Registry
+from submissions import (
+    attention,
+    gradient,
+    gradient_x_input,
+    integrated_gradients,
+    occlusion,
+    random,
 )
+
+REGISTRY = Registry("reference explainer")
+for _module in (attention, gradient, gradient_x_input, integrated_gradients, occlusion, random):
+    REGISTRY.add(_module.EXPLAINER.spec.name, _module.EXPLAINER)
+
+REFERENCE = tuple(REGISTRY.names())
+
+
+def get_explainer(name: str):
+    """The reference explainer ``name``; an unknown name raises with "did you mean"."""
+    return REGISTRY.get(name)
 
 
 def reference_module(name: str) -> str:
@@ -13,7 +35,4 @@ def reference_module(name: str) -> str:
     >>> reference_module("occlusion")
     'submissions.occlusion'
     """
-    if name not in REFERENCE:
-        choices = ", ".join(REFERENCE)
-        raise KeyError(f"{name!r} is not a reference explainer; choose one of {choices}")
-    return f"submissions.{name}"
+    return type(get_explainer(name)).__module__

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import torch
 
-from benchmark.core.api import PAIR_CLASSIFICATION, Batch, TaskSpec
+from benchmark.core.api import PAIR_CLASSIFICATION, Batch, Example, TaskOptions, TaskSpec
 from benchmark.core.cache import atomic_write, cache_dir, content_hash, weights_hash
-from benchmark.core.errors import InputError
+from benchmark.core.errors import DataFileError, InputError
 from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
 from benchmark.core.models.training import TrainConfig, accuracy, seed_everything, train
 from benchmark.core.vocab import Vocabulary, collate
@@ -29,33 +29,10 @@ from benchmark.core.vocab import Vocabulary, collate
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Example:
-    """One input as the model sees it; ``reference`` marks rationale tokens, if known;
-    ``segments`` tells the sentences of a pair apart (0 premise, 1 hypothesis)."""
-
-    id: str
-    tokens: tuple[str, ...]
-    label: int
-    reference: tuple[bool, ...] | None = None
-    segments: tuple[int, ...] | None = None
-    extras: dict | None = field(default=None, compare=False)  # carried along, e.g. e-SNLI texts
-
-
-@dataclass(frozen=True)
-class TaskOptions:
-    """Run-time choices that change data or model (and so the cache key)."""
-
-    data_dir: str | None = None
-    seed: int = 0
-    train_limit: int | None = None  # a small slice, for tests
-    variant: str | None = None  # task-specific, e.g. the SST-2 training split
-    epochs: int | None = None
-
-
 @dataclass
 class ReadyTask:
-    """A task with data loaded and its model trained (or loaded from the cache)."""
+    """A task with data loaded and its model trained (or loaded from the cache): the
+    ``benchmark.core.api.PreparedTask`` of every classification task."""
 
     spec: TaskSpec
     splits: dict[str, list[Example]]
@@ -69,13 +46,36 @@ class ReadyTask:
     history: list = field(default_factory=list)
     loaded_from_cache: bool = False
 
-    def examples(self, split: str | None = None, limit: int | None = None) -> list[Example]:
-        split = split or self.spec.eval_split
+    @property
+    def n_outputs(self) -> int:
+        return len(self.spec.labels)
+
+    def examples(self, split: str, limit: int | None = None) -> list[Example]:
         if split not in self.splits:
             raise InputError(f"task {self.spec.name!r} has no split {split!r} "
                              f"(has: {', '.join(self.splits)})")
         rows = self.splits[split]
         return rows[:limit] if limit else rows
+
+    def targets(self, examples: Sequence[Example], base_probs: torch.Tensor) -> torch.Tensor:
+        """A classifier explains its predicted class (ERASER's convention)."""
+        return base_probs.argmax(dim=-1)
+
+    def examples_from_rows(self, path, rows: list[dict]) -> list[Example]:
+        """``{"id", "tokens"}`` rows (and ``segments`` for a pair task) as examples with
+        no gold label (-1)."""
+        pairs = self.spec.kind == PAIR_CLASSIFICATION
+        out = []
+        for line, row in enumerate(rows, start=1):
+            for name in ("id", "tokens"):
+                if name not in row:
+                    raise DataFileError(path, line, name, "missing field")
+            tokens = row["tokens"]
+            if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+                raise DataFileError(path, line, "tokens", "expected a list of strings")
+            out.append(Example(str(row["id"]), tuple(tokens), -1,
+                               segments=_segments(path, line, row) if pairs else None))
+        return out
 
     def encode(self, tokens: Sequence[str]) -> list[int]:
         return self.vocab.encode(tokens)
@@ -119,6 +119,8 @@ class ClassificationTask:
         splits = self.read(options)
         if options.train_limit:
             splits[self.train_split] = splits[self.train_split][: options.train_limit]
+        if options.transform is not None:  # e.g. ROAR: every split masked before training
+            splits = {name: options.transform.apply(name, rows) for name, rows in splits.items()}
         fingerprint = data_fingerprint(splits)
         vocab = Vocabulary.build((e.tokens for e in splits[self.train_split]), self.min_freq)
         mconf = self.config_class(vocab_size=len(vocab), num_classes=len(self.spec.labels),
@@ -128,6 +130,8 @@ class ClassificationTask:
             tconf = TrainConfig(**{**tconf.as_dict(), "epochs": options.epochs})
         config = {"task": self.spec.id, "variant": options.variant, "model": mconf.as_dict(),
                   "train": tconf.as_dict(), "seed": options.seed, "min_freq": self.min_freq}
+        if options.transform is not None:  # absent otherwise: clean models keep their keys
+            config["transform"] = options.transform.key
         key = content_hash({"data": fingerprint, **config})
         path = checkpoint_path(self.spec.name, key)
         seed_everything(options.seed)  # before the build: the seed decides the initial weights
@@ -167,6 +171,16 @@ class ClassificationTask:
                 "weights": ready.checkpoint}
         atomic_write(path, lambda tmp: torch.save(blob, tmp))
         return ready
+
+
+def _segments(path, line: int, row: dict) -> tuple[int, ...]:
+    """A pair task needs ``segments`` (0 premise, 1 hypothesis) beside the tokens."""
+    seg = row.get("segments")
+    if not isinstance(seg, list) or len(seg) != len(row["tokens"]) or not all(
+            s in (0, 1) for s in seg):
+        raise DataFileError(path, line, "segments", "a pair task needs one 0/1 segment id "
+                            "per token (0 = premise, 1 = hypothesis)")
+    return tuple(seg)
 
 
 def data_fingerprint(splits: dict[str, list[Example]]) -> str:

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import logging
 
-from benchmark.core.api import PAIR_CLASSIFICATION, TaskSpec
+from benchmark.core.api import PAIR_CLASSIFICATION, Example, TaskOptions, TaskSpec
 from benchmark.core.errors import InputError
 from benchmark.core.models.pair_classifier import PairAttentionClassifier, PairConfig
 from benchmark.core.models.training import TrainConfig
-from tasks.classification import ClassificationTask, Example, TaskOptions
+from tasks.classification import ClassificationTask
 from tasks.data import load_hub, load_local, resolve_data_dir
 from tasks.rationales import esnli_highlights, load_esnli_csv, nli_tokenize
 

@@ -20,10 +20,10 @@ no phrase labels: its references stay None and plausibility metrics are skipped.
 
 from __future__ import annotations
 
-from benchmark.core.api import CLASSIFICATION, TaskSpec
+from benchmark.core.api import CLASSIFICATION, Example, TaskOptions, TaskSpec
 from benchmark.core.errors import InputError
 from benchmark.core.models.training import TrainConfig
-from tasks.classification import ClassificationTask, Example, TaskOptions
+from tasks.classification import ClassificationTask
 from tasks.data import load_hub, load_local, resolve_data_dir
 from tasks.rationales import load_sst_rationales
 

@@ -1,9 +1,13 @@
-"""The five packages are this checkout's (their names are generic on PyPI), and
-imports go one way: core <- tasks, metrics, submissions <- runner/CLI; the
-leaderboard needs only records and stats (and cache/errors)."""
+"""The one place layering is checked. The five packages are this checkout's (their
+names are generic on PyPI), and imports go one way: core <- tasks, metrics,
+submissions <- session <- runner/verbs/CLI; the top layer sees tasks only through the
+``Task`` protocol and the registry; the leaderboard needs only records, stats and the
+shared name lists (no torch); a submission sees faithbench only through
+``benchmark.core.api``, like an outsider."""
 
 import ast
 import importlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +28,8 @@ def _imports(path: Path) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}: relative import"
             out.add(node.module)
     return out
 
@@ -44,19 +49,39 @@ def test_core_imports_only_core():
         assert not bad, f"{path} imports {bad}"
 
 
-@pytest.mark.parametrize("folder", ["tasks", "metrics", "submissions"])
+@pytest.mark.parametrize("folder", ["tasks", "metrics"])
 def test_middle_layer_imports_core_only(folder):
-    allowed = {"tasks": ("benchmark.core", "tasks"), "metrics": ("benchmark.core", "metrics"),
-               "submissions": ("benchmark.core.api", "submissions")}[folder]
     for path in _files(folder):
-        bad = {n for n in _ours(_imports(path)) if not n.startswith(allowed)}
+        bad = {n for n in _ours(_imports(path)) if not n.startswith(("benchmark.core", folder))}
         assert not bad, f"{path} imports {bad}"
 
 
-def test_leaderboard_needs_only_records_and_stats():
+@pytest.mark.parametrize("path", _files("submissions"), ids=lambda p: p.name)
+def test_submissions_import_only_the_public_api(path):
+    """The registry file may also use the shared Registry; no submission may import
+    stdlib ``random`` (the ``rng`` argument is the only randomness allowed)."""
+    allowed = {"benchmark.core.api"} | (
+        {"benchmark.core.registry", "submissions"} if path.name == "__init__.py" else set())
+    names = _imports(path)
+    bad = {n for n in _ours(names) if n not in allowed}
+    assert not bad, f"{path.name} imports {bad}"
+    assert "random" not in names, f"{path.name} imports stdlib random"
+
+
+def test_top_layer_sees_no_concrete_task():
+    """Runner, session, verbs and CLI reach tasks only through the registry (``tasks``)
+    and the protocol in ``benchmark.core.api``: no ``tasks.<module>`` import."""
+    for path in sorted((REPO / "benchmark").glob("*.py")):
+        bad = {n for n in _imports(path) if n.startswith("tasks.")}
+        assert not bad, f"{path} imports {bad}"
+
+
+def test_leaderboard_needs_only_records_stats_and_names():
     allowed = ("benchmark.core.records", "benchmark.core.stats", "benchmark.core.cache",
-               "benchmark.core.errors", "leaderboard")
+               "benchmark.core.errors", "benchmark.core.names", "leaderboard")
     for path in _files("leaderboard"):
-        bad = {n for n in _ours(_imports(path)) if not n.startswith(allowed)}
-        assert not bad, f"{path} imports {bad}"
-        assert "torch" not in _imports(path)
+        for name in _imports(path):
+            top = name.split(".")[0]
+            ok = (name.startswith(allowed) or top in ("tabulate", "numpy", "__future__")
+                  or (top in sys.stdlib_module_names and top not in PACKAGES))
+            assert ok, f"{path.name} imports {name}"

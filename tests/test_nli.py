@@ -83,7 +83,7 @@ def test_pipeline_with_per_segment_metrics(shared_data, tmp_path):
 
     ready = TASK.prepare(TaskOptions(data_dir=str(shared_data), train_limit=800, epochs=1),
                          progress=False)
-    segments = {e.id: e.segments for e in ready.examples(limit=12)}
+    segments = {e.id: e.segments for e in ready.examples("test", limit=12)}
     shares = [r for r in records if r.metric.startswith("segment_share")]
     assert len(shares) == 6
     for r in shares:

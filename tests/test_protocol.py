@@ -82,7 +82,7 @@ def test_flips_are_counted_against_the_prediction_not_the_target(tmp_path, synth
     first, but a flip is still a change of the model's decision: with the same scores,
     the per-example flip_rate equals an independent recount against the prediction."""
     model, vocab = synthetic_ready.model, synthetic_ready.vocab
-    examples = synthetic_ready.examples(limit=16)
+    examples = synthetic_ready.examples("test", limit=16)
 
     def pred(tokens):
         from benchmark.core.vocab import collate

@@ -12,20 +12,20 @@ per position, higher = more important for ``target``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import torch
+
+# Task kinds, re-exported for submitters (the lists live in benchmark.core.names).
+from benchmark.core.names import ALIGNMENT, CLASSIFICATION, PAIR_CLASSIFICATION  # noqa: F401
 
 # Capabilities an explainer may require of the model surface.
 GRADIENTS = "gradients"  # model is differentiable wrt its input embeddings
 EMBEDDINGS = "embeddings"  # embed() / logits_from_embeddings()
 ATTENTION = "attention"  # attention()
 
-# Task kinds.
-CLASSIFICATION = "classification"
-PAIR_CLASSIFICATION = "pair_classification"
-ALIGNMENT = "alignment"
 
 
 @dataclass(frozen=True)
@@ -172,11 +172,153 @@ class TaskSpec:
     def id(self) -> str:
         return canonical_id(self.name, self.params, self.version)
 
+    def split(self, requested: str | None) -> str:
+        """The split to score: ``requested``, else the task's eval split (the one
+        place the default is chosen)."""
+        return requested or self.eval_split
+
+
+@dataclass(frozen=True)
+class Example:
+    """One input as the model sees it; ``reference`` marks rationale tokens, if known;
+    ``segments`` tells the sentences of a pair apart (0 premise, 1 hypothesis);
+    ``label`` is the gold class, or -1 where none is known."""
+
+    id: str
+    tokens: tuple[str, ...]
+    label: int
+    reference: tuple[bool, ...] | None = None
+    segments: tuple[int, ...] | None = None
+    extras: dict | None = field(default=None, compare=False)  # carried along, e.g. e-SNLI texts
+
+
+@runtime_checkable
+class DataTransform(Protocol):
+    """A change to a task's data before its model is trained (e.g. ROAR's masking of
+    each example's top-k tokens). ``key`` names the change by content: it enters the
+    model's cache key, so a transformed model never reuses a clean one's file."""
+
+    key: str
+
+    def apply(self, split: str, examples: list[Example]) -> list[Example]: ...
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    """Run-time choices that change data or model (and so the cache key)."""
+
+    data_dir: str | None = None
+    seed: int = 0
+    train_limit: int | None = None  # a small slice, for tests
+    variant: str | None = None  # task-specific, e.g. the SST-2 training split
+    epochs: int | None = None
+    transform: DataTransform | None = None  # applied to every split before training
+
+
+@runtime_checkable
+class PreparedTask(Protocol):
+    """One task with its data loaded and its model trained (or loaded from the cache):
+    all that an evaluation session, and so the runner and every verb, may use.
+
+    ``checkpoint`` is the hash of the weights (records name a model by it);
+    ``cache_key`` the hash of data + configs + seed that named the cached file;
+    ``n_outputs`` the size of the model's output (classes, or a target vocabulary).
+    """
+
+    spec: TaskSpec
+    model: Any  # implements ExplainableModel
+    checkpoint: str
+    cache_key: str
+    data_fingerprint: str
+    config: dict
+    accuracy: dict[str, float]
+    n_outputs: int
+
+    def examples(self, split: str, limit: int | None = None) -> list[Example]: ...
+
+    def batches(self, examples: Sequence[Example], batch_size: int
+                ) -> Iterator[tuple[Batch, torch.Tensor, torch.Tensor | None]]: ...
+
+    def targets(self, examples: Sequence[Example], base_probs: torch.Tensor) -> Target:
+        """(E,) what is explained for each example (the predicted class of a classifier,
+        the gold next word of an alignment row)."""
+        ...
+
+    def examples_from_rows(self, path: str, rows: list[dict]) -> list[Example]:
+        """Examples of this task's type from the rows of a user's file (``id``, ``tokens``,
+        and whatever else the type needs), with errors that name file, line and field."""
+        ...
+
+
+@runtime_checkable
+class Task(Protocol):
+    """A registered task: a spec, and how to get a trained model on its data."""
+
+    spec: TaskSpec
+
+    def prepare(self, options: TaskOptions = TaskOptions(), *, progress: bool = True
+                ) -> PreparedTask: ...
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """How a corpus-level metric turns per-example sufficient statistics into one value:
+    ``offset + scale * (numerator · Σ stats) / (denominator · Σ stats)``, sums over
+    examples. Data, not code, so a record carries it and the leaderboard re-aggregates
+    bootstrap resamples without the metric's module.
+
+    AER (Och & Ney 2003) from per-sentence counts (|A∩S|, |A∩P|, |A|, |S|) is
+    1 − (Σ|A∩S| + Σ|A∩P|) / (Σ|A| + Σ|S|):
+
+    >>> import numpy as np
+    >>> aer = Aggregation(("a_s", "a_p", "a", "s"), (1, 1, 0, 0), (0, 0, 1, 1), 1.0, -1.0)
+    >>> float(aer(np.array([[1, 2, 2, 1], [0, 1, 2, 2]]).sum(axis=0)))  # 1 - 4/7
+    0.4285714285714286
+    """
+
+    stats: tuple[str, ...]
+    numerator: tuple[float, ...]
+    denominator: tuple[float, ...]
+    offset: float = 0.0
+    scale: float = 1.0
+
+    def __post_init__(self):
+        if not (len(self.stats) == len(self.numerator) == len(self.denominator) > 0):
+            raise ValueError("Aggregation: stats, numerator and denominator need one entry "
+                             "per statistic")
+
+    def __call__(self, sums):
+        """Value(s) from (..., K) summed statistics; NaN where the denominator is 0."""
+        import numpy as np
+
+        sums = np.asarray(sums, dtype=float)
+        num = sums @ np.asarray(self.numerator, dtype=float)
+        den = sums @ np.asarray(self.denominator, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(den != 0, num / np.where(den != 0, den, 1.0), np.nan)
+        return self.offset + self.scale * ratio
+
+    def as_dict(self) -> dict:
+        return {"stats": list(self.stats), "numerator": list(self.numerator),
+                "denominator": list(self.denominator), "offset": self.offset,
+                "scale": self.scale}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Aggregation:
+        return cls(tuple(d["stats"]), tuple(d["numerator"]), tuple(d["denominator"]),
+                   float(d.get("offset", 0.0)), float(d.get("scale", 1.0)))
+
 
 @dataclass(frozen=True)
 class MetricSpec:
     """Metadata of a metric. ``direction``: "higher" or "lower" is more faithful
-    (or more plausible for the plausibility family)."""
+    (or more plausible for the plausibility family).
+
+    ``aggregation`` None: the value is the mean of per-example values. Otherwise the
+    metric is corpus-level: its outputs carry per-example ``stats`` and the value is
+    ``aggregation`` of their sums. ``needs_training``: the metric retrains models
+    (ROAR) and gets a ``TrainingInput`` instead of batches.
+    """
 
     name: str
     version: str
@@ -186,6 +328,8 @@ class MetricSpec:
     family: str = "faithfulness"  # or "plausibility"; never mixed in rankings
     needs_reference: bool = False
     citation: str = ""
+    aggregation: Aggregation | None = None
+    needs_training: bool = False
 
     @property
     def id(self) -> str:
@@ -199,9 +343,10 @@ class MetricSpec:
 class MetricInput:
     """Everything a metric sees for one batch of examples.
 
-    scores: (B, T) explainer scores; target: (B,) the explained class (the
-    predicted class ŷ in a run); base_probs: (B, C) p(·|x) computed once per model;
-    perturber: the engine that forwards perturbed variants; reference: (B, T) bool
+    scores: (B, T) explainer scores; target: (B,) the explained target (the
+    predicted class ŷ of a classifier in a run); base_probs: (B, C) p(·|x) computed
+    once per model; perturber: the engine that forwards perturbed variants (and shares
+    identical variants between metrics and explainers); reference: (B, T) bool
     rationale or None; reference_rate: the mean over *all* examples being scored of
     |reference| / n — a dataset-level statistic (ERASER cuts soft scores at one
     dataset-level k), None where there are no references.
@@ -219,10 +364,12 @@ class MetricInput:
 @dataclass(frozen=True)
 class MetricOutput:
     """values: (B,) float per-example values; flags: named (B,) bool per-example
-    facts the record counts (e.g. ``never_flipped``)."""
+    facts the record counts (e.g. ``never_flipped``); stats: (B, K) per-example
+    sufficient statistics of a corpus-level metric (None for a mean)."""
 
     values: torch.Tensor
     flags: dict[str, torch.Tensor] = field(default_factory=dict)
+    stats: torch.Tensor | None = None
 
 
 class Metric(Protocol):
@@ -232,15 +379,42 @@ class Metric(Protocol):
 
 
 @dataclass(frozen=True)
+class TrainingInput:
+    """What a metric that retrains (``spec.needs_training``, e.g. ROAR) is handed, and
+    nothing else: the task and the options of the evaluated model, the session of that
+    model (its examples, targets, explanations: ``session.explain``), the explainer
+    under test, a ``trainer(transform, seed)`` that returns a ``PreparedTask`` trained
+    on transformed data (cached by content key like every model), and an ``executor``
+    whose ``map(fn, jobs)`` runs independent jobs."""
+
+    task: Task
+    options: TaskOptions
+    session: Any
+    explainer: Explainer
+    scores: list[list[float]]  # the explainer's scores of the session's examples
+    trainer: Any
+    executor: Any
+
+
+class TrainingMetric(Protocol):
+    spec: MetricSpec
+
+    def evaluate(self, inp: TrainingInput) -> MetricOutput: ...
+
+
+@dataclass(frozen=True)
 class SimpleMetric:
     """A metric as a spec plus a pure per-batch function ``fn(inp, **params)`` that
-    returns (B,) values, or (values, flags)."""
+    returns (B,) values, (values, flags), or a MetricOutput (with ``stats`` for a
+    corpus-level metric)."""
 
     spec: MetricSpec
     fn: Any = field(repr=False)
 
     def compute(self, inp: MetricInput) -> MetricOutput:
         out = self.fn(inp, **dict(self.spec.params))
+        if isinstance(out, MetricOutput):
+            return out
         if isinstance(out, tuple):
             return MetricOutput(out[0].double(), dict(out[1]))
         return MetricOutput(out.double())

@@ -14,6 +14,13 @@ from benchmark.core.errors import InputError
 ERASERS = ("delete", "mask", "pad")
 
 
+def check_eraser(how: str, where: str = "") -> None:
+    """An unknown eraser name is an InputError listing the known ones; ``where``
+    (e.g. "metric aopc_morf: ") says who asked."""
+    if how not in ERASERS:
+        raise InputError(f"{where}unknown eraser {how!r}; choose one of {', '.join(ERASERS)}")
+
+
 def erase(batch: Batch, keep: torch.Tensor, how: str, *, pad_id: int, mask_id: int) -> Batch:
     """Apply ``keep`` (B, T) bool (True = keep) to ``batch`` with eraser ``how``."""
     keep = keep & batch.mask
@@ -23,7 +30,8 @@ def erase(batch: Batch, keep: torch.Tensor, how: str, *, pad_id: int, mask_id: i
         return batch.replace(ids=torch.where(keep | ~batch.mask, batch.ids, mask_id))
     if how == "pad":
         return batch.replace(ids=torch.where(keep | ~batch.mask, batch.ids, pad_id))
-    raise InputError(f"unknown eraser {how!r}; choose one of {', '.join(ERASERS)}")
+    check_eraser(how)
+    raise AssertionError(how)
 
 
 def _delete(batch: Batch, keep: torch.Tensor, pad_id: int) -> Batch:

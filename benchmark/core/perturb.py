@@ -1,28 +1,48 @@
 """The batched perturbation engine: it owns every forward pass a metric makes.
 
 A metric describes its perturbations as keep-masks over the original positions
-of the examples in a batch; the engine stacks every variant of every example,
-sorts them by resulting length (so a chunk pads little), forwards them in chunks
-of ``chunk_size`` rows, and returns probabilities in the order asked.
+of the examples in a batch; the engine erases them, forwards each distinct input
+once, and returns probabilities in the order asked.
+
+Sharing. An erased variant is named by what the model would see: its ids, mask,
+segments and teacher-forced prefix, trimmed of padding. A variant seen before on
+this engine — asked again by the same metric, by another metric (``aopc_morf``'s
+k = 1 is ``flip_rate``'s variant; comprehensiveness' bins are AOPC steps), by another
+explainer whose top tokens coincide, or by another example with the same tokens (the
+empty input of every example under ``delete``) — is answered from memory, not
+forwarded again. This is exact: in eval mode a row's output depends only on that row.
+``rows_requested`` counts what metrics asked for, ``rows_forwarded`` what went
+through the model. The memory is per engine (one model), bounded by ``max_cached``
+rows (when full it is emptied and filled again).
+
+Misses are sorted by resulting length, so a chunk pads little, and forwarded in
+chunks of ``chunk_size`` rows.
 """
 
 import torch
 
 from benchmark.core.api import Batch, ExplainableModel
-from benchmark.core.erasers import ERASERS, erase
+from benchmark.core.erasers import check_eraser, erase
 from benchmark.core.errors import InputError
+
+MAX_CACHED = 4_000_000  # rows, ~250 bytes each with their key
 
 
 class Perturber:
-    """Forwards (erased) variants of a batch in chunks of ``chunk_size`` rows."""
+    """Forwards (erased) variants of a batch in chunks of ``chunk_size`` rows,
+    each distinct variant once (``share=False``: every requested row, as asked)."""
 
-    def __init__(self, model: ExplainableModel, *, chunk_size: int = 512, eraser: str = "delete"):
+    def __init__(self, model: ExplainableModel, *, chunk_size: int = 512,
+                 eraser: str = "delete", share: bool = True, max_cached: int = MAX_CACHED):
         if chunk_size < 1:
             raise InputError(f"chunk_size must be >= 1, got {chunk_size}")
-        if eraser not in ERASERS:
-            raise InputError(f"unknown eraser {eraser!r}; choose one of {', '.join(ERASERS)}")
+        check_eraser(eraser)
         self.model, self.chunk_size, self.eraser = model, chunk_size, eraser
-        self.rows_forwarded = 0  # counted so speed can be reported against forward passes
+        self.share, self.max_cached = share, max_cached
+        self.rows_requested = 0  # variants metrics asked for
+        self.rows_forwarded = 0  # rows that went through the model
+        self._slot: dict[bytes, int] = {}  # variant key -> row of self._store
+        self._store: torch.Tensor | None = None
 
     @torch.no_grad()
     def probs(self, batch: Batch) -> torch.Tensor:
@@ -40,23 +60,54 @@ class Perturber:
         n = keep.shape[0]
         if n == 0:
             return torch.empty(0, 0)
-        lengths = (keep & batch.mask.index_select(0, rows)).sum(dim=1)
-        by_length = torch.sort(lengths, stable=True).indices
+        variants = erase(batch.select(rows), keep, how,
+                         pad_id=self.model.pad_id, mask_id=self.model.mask_id)
+        self.rows_requested += n
+        if not self.share:
+            return self._forward(variants)
+        keys = variant_keys(variants)
+        if len(self._slot) + n > self.max_cached:
+            self._slot, self._store = {}, None
+        slots, new, pending = [], [], {}
+        for i, key in enumerate(keys):
+            slot = self._slot.get(key)
+            if slot is None:
+                slot = pending.get(key)
+                if slot is None:  # first time: forward it (once, even if asked twice here)
+                    slot = pending[key] = len(self._slot) + len(pending)
+                    new.append(i)
+            slots.append(slot)
+        if new:
+            probs = self._forward(variants.select(new))
+            self._keep(probs, len(self._slot))
+            self._slot.update(pending)  # only after the forward pass succeeded
+        return self._store.index_select(0, torch.tensor(slots, dtype=torch.long))
+
+    def _forward(self, variants: Batch) -> torch.Tensor:
+        """(N, C) probabilities of already-erased rows, in chunks sorted by length."""
+        n = len(variants)
+        by_length = torch.sort(variants.mask.sum(dim=1), stable=True).indices
         out: torch.Tensor | None = None
         for start in range(0, n, self.chunk_size):
             idx = by_length[start : start + self.chunk_size]
-            sub = batch.select(rows.index_select(0, idx))
-            sub = erase(
-                sub, keep.index_select(0, idx), how,
-                pad_id=self.model.pad_id, mask_id=self.model.mask_id,
-            )
-            sub = _trim(sub)
-            p = torch.softmax(self.model.logits(sub).float(), dim=-1)
+            p = torch.softmax(self.model.logits(_trim(variants.select(idx))).float(), dim=-1)
             if out is None:
                 out = torch.empty(n, p.shape[1], device=p.device)
             out[idx] = p
             self.rows_forwarded += len(idx)
         return out
+
+    def _keep(self, probs: torch.Tensor, first: int) -> None:
+        """Store ``probs`` at rows first.. of the memory, growing it by doubling."""
+        probs = probs.cpu()
+        need = first + len(probs)
+        if self._store is None or self._store.shape[0] < need:
+            grown = torch.empty(max(need, 2 * (0 if self._store is None else len(self._store)),
+                                    1024), probs.shape[1])
+            if self._store is not None:
+                grown[: first] = self._store[: first]
+            self._store = grown
+        self._store[first:need] = probs
 
     def probs_of_keeps(self, batch: Batch, keeps: torch.Tensor, eraser: str | None = None):
         """(B, V, C) for keeps (B, V, T): V variants of every row of the batch."""
@@ -64,6 +115,28 @@ class Perturber:
         rows = torch.arange(b, device=keeps.device).repeat_interleave(v)
         p = self.probs_of_variants(batch, rows, keeps.reshape(b * v, t), eraser)
         return p.reshape(b, v, -1)
+
+
+def variant_keys(batch: Batch) -> list[bytes]:
+    """One key per row: what the model sees of it (ids and segments under the mask,
+    -1 elsewhere, and the real prefix), cut after its last real position, so the
+    same input gets the same key whatever batch width or example it came from."""
+    parts = [_cut(batch.ids, batch.mask)]
+    if batch.segments is not None:
+        parts.append(_cut(batch.segments, batch.mask))
+    if batch.prefix is not None:
+        pm = batch.prefix_mask
+        parts.append(_cut(batch.prefix, torch.ones_like(batch.prefix, dtype=torch.bool)
+                          if pm is None else pm))
+    return [b"|".join(cols) for cols in zip(*parts)]
+
+
+def _cut(values: torch.Tensor, mask: torch.Tensor) -> list[bytes]:
+    """Each row's values (-1 where ``mask`` is False) up to its last True, as bytes."""
+    body = values.masked_fill(~mask, -1).to(torch.int32).numpy()
+    cols = torch.arange(1, mask.shape[1] + 1).expand_as(mask)
+    ends = torch.where(mask, cols, 0).max(dim=1).values.tolist() if mask.shape[1] else [0] * len(mask)
+    return [row[:end].tobytes() for row, end in zip(body, ends)]
 
 
 def _trim(batch: Batch) -> Batch:

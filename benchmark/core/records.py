@@ -43,6 +43,9 @@ class ResultRecord:
     provenance: dict
     timing: dict
     extra: dict = field(default_factory=dict)
+    # None: the estimate is the mean of the per-example values; else a corpus-level
+    # metric's aggregation (benchmark.core.api.Aggregation.as_dict) of their "stats"
+    aggregation: dict | None = None
     created_at: float = field(default_factory=time.time)
     record_type: str = "result"
     schema_version: int = SCHEMA_VERSION

@@ -6,6 +6,8 @@
   between retrained models; with one seed it is ``bootstrap`` exactly.
 - ``sign_flip_test``: paired two-sided permutation test of mean(a - b) = 0, exact
   when all 2^n sign patterns fit in the resample budget (Fisher 1935; Good 2005).
+- ``corpus_bootstrap`` and ``paired_corpus_test``: the same for corpus-level metrics
+  (a ratio of sums over examples, e.g. AER), resampling examples and re-aggregating.
 - ``holm``: Holm-Bonferroni step-down adjustment for a family of p-values (Holm 1979).
 
 Every resample is drawn from a generator with a fixed seed, so the same values give
@@ -273,3 +275,160 @@ def holm(p_values) -> list[float]:
     out = np.empty(m)
     out[order] = adjusted
     return [float(x) for x in out]
+
+
+def _column_counts(rng, n: int, m: int) -> np.ndarray:
+    """(m, n) how often each of n examples is drawn in m resamples of size n (the same
+    stream of draws ``_resample_means`` uses)."""
+    cols = rng.integers(0, n, size=(m, n))
+    counts = np.zeros((m, n))
+    np.add.at(counts, (np.arange(m)[:, None], cols), 1.0)
+    return counts
+
+
+def corpus_bootstrap(
+    stats, aggregation, *, n_resamples: int = N_RESAMPLES, alpha: float = ALPHA, seed: int = SEED
+) -> SeedEstimate:
+    """Value and percentile CI of a corpus-level metric from per-example statistics.
+
+    ``stats`` is (N, K) for one model seed or (S, N, K) for S seeds over the same N
+    examples; ``aggregation`` maps summed (..., K) statistics to a value (see
+    ``benchmark.core.api.Aggregation``, e.g. AER from per-sentence link counts). A
+    seed's value is the aggregation of its column sums; the point estimate is the mean
+    over seeds. Each resample draws S seeds, then N examples, with replacement, sums the
+    drawn examples' statistics per drawn seed and re-aggregates — the ratio is taken of
+    resampled sums, never averaged over examples.
+
+    Two sentences with counts (|A∩S|, |A∩P|, |A|, |S|) = (1, 2, 2, 1) and (0, 1, 2, 2):
+    AER = 1 - (1 + 0 + 2 + 1) / (2 + 2 + 1 + 2) = 3/7.
+
+    >>> from benchmark.core.api import Aggregation
+    >>> aer = Aggregation(("a_s", "a_p", "a", "s"), (1, 1, 0, 0), (0, 0, 1, 1), 1.0, -1.0)
+    >>> e = corpus_bootstrap([[1, 2, 2, 1], [0, 1, 2, 2]], aer)
+    >>> round(e.mean, 6), e.n, e.n_seeds
+    (0.428571, 2, 1)
+    >>> e.ci_low <= e.mean <= e.ci_high
+    True
+    """
+    v = np.asarray(stats, dtype=float)
+    if v.ndim == 2:
+        v = v[None]
+    if v.ndim != 3 or v.shape[1] == 0 or v.shape[2] == 0:
+        raise ValueError("corpus_bootstrap needs (examples, stats) or (seeds, examples, stats)")
+    _finite(v, "corpus_bootstrap")
+    s_count, n, _ = v.shape
+    per_seed = np.asarray(aggregation(v.sum(axis=1)), dtype=float)  # (S,)
+    if not np.all(np.isfinite(per_seed)):
+        raise ValueError("corpus_bootstrap: the aggregation of the summed statistics is not "
+                         "finite (a zero denominator over the whole corpus)")
+    rng, seed_rng = np.random.default_rng(seed), np.random.default_rng([seed, 1])
+    values = np.empty(n_resamples)
+    step = max(1, _CHUNK // max(n, 1))
+    for s in range(0, n_resamples, step):
+        m = min(step, n_resamples - s)
+        counts = _column_counts(rng, n, m)  # (m, N)
+        sums = np.einsum("mn,snk->msk", counts, v)  # (m, S, K)
+        agg = np.asarray(aggregation(sums), dtype=float)  # (m, S)
+        if s_count > 1:
+            rows = seed_rng.integers(0, s_count, size=(m, s_count))
+            agg = np.take_along_axis(agg, rows, axis=1)
+        values[s : s + m] = np.nanmean(agg, axis=1)
+    lo, hi = np.nanquantile(values, [alpha / 2, 1 - alpha / 2])
+    seed_values = tuple(float(x) for x in per_seed)
+    return SeedEstimate(
+        mean=float(np.mean(per_seed)), ci_low=float(lo), ci_high=float(hi), n=n,
+        n_resamples=n_resamples, confidence=1 - alpha, bootstrap_seed=seed, n_seeds=s_count,
+        seed_means=seed_values,
+        seed_sd=float(np.std(per_seed, ddof=1)) if s_count > 1 else 0.0,
+        seed_min=min(seed_values), seed_max=max(seed_values),
+    )
+
+
+def as_estimate(e: SeedEstimate) -> Estimate:
+    """The one-seed ``Estimate`` fields of a ``SeedEstimate`` (what a record stores)."""
+    return Estimate(e.mean, e.ci_low, e.ci_high, e.n, e.n_resamples, e.confidence,
+                    e.bootstrap_seed)
+
+
+SWAP_EXACT, SWAP_MONTE_CARLO = "swap exact", "swap monte carlo"
+
+
+def paired_corpus_test(
+    a, b, aggregation, *, n_resamples: int = N_RESAMPLES, alpha: float = ALPHA,
+    seed: int = SEED,
+) -> PairedDifference:
+    """Paired test of value(a) = value(b) for a corpus-level metric: approximate
+    randomization (Noreen 1989; Riezler & Maxwell 2005), the corpus analogue of the
+    sign-flip test.
+
+    ``a``, ``b``: (S, N, K) statistics of two systems on the same examples and seeds.
+    Under the null each example's statistics are as likely to belong to a as to b, so p
+    is the share of swap patterns (one coin per example, all seeds together) whose
+    |value(a') − value(b')| is at least the observed one; exact when 2^N fits the
+    budget. The CI of the difference is a two-level bootstrap (seeds, then examples,
+    the same draws for a and b).
+
+    >>> from benchmark.core.api import Aggregation
+    >>> ratio = Aggregation(("hit", "n"), (1, 0), (0, 1))
+    >>> r = paired_corpus_test([[[1, 1]]], [[[0, 1]]], ratio)  # one example: p = 1
+    >>> r.diff, r.p_value, r.test
+    (1.0, 1.0, 'swap exact')
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.ndim == 2:
+        a, b = a[None], b[None]
+    if a.shape != b.shape or a.ndim != 3 or a.shape[1] == 0:
+        raise ValueError("paired_corpus_test needs two (seeds, examples, stats) arrays of "
+                         "the same shape")
+    _finite(a - b, "paired_corpus_test")
+    s_count, n, _ = a.shape
+
+    def diff_of(wa, wb):  # (m, N) weights of a's and b's rows -> (m,) mean over seeds
+        va = np.asarray(aggregation(np.einsum("mn,snk->msk", wa, a)))
+        vb = np.asarray(aggregation(np.einsum("mn,snk->msk", wb, b)))
+        return (va - vb).mean(axis=1)
+
+    ones = np.ones((1, n))
+    observed = float(diff_of(ones, ones)[0])
+    count, drawn = 0, 0
+    step = max(1, _CHUNK // max(n, 1))
+    if 2**n <= n_resamples:
+        bits, test = np.arange(n), SWAP_EXACT
+        for s in range(0, 2**n, step):
+            k = np.arange(s, min(s + step, 2**n))
+            swap = ((k[:, None] >> bits) & 1).astype(float)  # 1 = swap example j
+            d = _swapped_diff(a, b, swap, aggregation)
+            count += int(np.sum(np.abs(d) >= abs(observed) - _TOL))
+            drawn += len(k)
+        p = count / drawn
+    else:
+        rng, test = np.random.default_rng([seed, 2]), SWAP_MONTE_CARLO
+        for s in range(0, n_resamples, step):
+            m = min(step, n_resamples - s)
+            swap = rng.integers(0, 2, size=(m, n)).astype(float)
+            d = _swapped_diff(a, b, swap, aggregation)
+            count += int(np.sum(np.abs(d) >= abs(observed) - _TOL))
+            drawn += m
+        p = (count + 1) / (drawn + 1)
+    rng, seed_rng = np.random.default_rng(seed), np.random.default_rng([seed, 1])
+    diffs = np.empty(n_resamples)
+    for s in range(0, n_resamples, step):
+        m = min(step, n_resamples - s)
+        counts = _column_counts(rng, n, m)
+        va = np.asarray(aggregation(np.einsum("mn,snk->msk", counts, a)))
+        vb = np.asarray(aggregation(np.einsum("mn,snk->msk", counts, b)))
+        d = va - vb  # (m, S)
+        if s_count > 1:
+            d = np.take_along_axis(d, seed_rng.integers(0, s_count, size=(m, s_count)), axis=1)
+        diffs[s : s + m] = np.nanmean(d, axis=1)
+    lo, hi = np.nanquantile(diffs, [alpha / 2, 1 - alpha / 2])
+    return PairedDifference(observed, float(lo), float(hi), min(float(p), 1.0), n, test)
+
+
+def _swapped_diff(a, b, swap, aggregation) -> np.ndarray:
+    """(m,) value(a') - value(b') averaged over seeds, where a' takes b's statistics on
+    the examples ``swap`` (m, N) marks, and b' takes a's."""
+    keep = 1.0 - swap
+    sa = np.einsum("mn,snk->msk", keep, a) + np.einsum("mn,snk->msk", swap, b)
+    sb = np.einsum("mn,snk->msk", keep, b) + np.einsum("mn,snk->msk", swap, a)
+    return (np.asarray(aggregation(sa)) - np.asarray(aggregation(sb))).mean(axis=1)

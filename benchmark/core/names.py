@@ -1,0 +1,15 @@
+"""The closed lists every layer shares, each kept once: task kinds, metric families
+and metric directions. Torch-free, so the leaderboard can read them too."""
+
+# Task kinds: a metric declares the kinds it applies to.
+CLASSIFICATION = "classification"
+PAIR_CLASSIFICATION = "pair_classification"
+ALIGNMENT = "alignment"
+TASK_KINDS = (CLASSIFICATION, PAIR_CLASSIFICATION, ALIGNMENT)
+
+# Metric families, in the order tables list them; rankings never mix two.
+FAMILIES = ("faithfulness", "plausibility", "descriptive")
+
+# Which end of a metric is better; "none": a descriptive quantity (e.g. the premise
+# share of the top-k), listed high to low, but neither end is better.
+DIRECTIONS = ("higher", "lower", "none")

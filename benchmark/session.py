@@ -1,0 +1,370 @@
+"""One prepared model on one split: the evaluation session.
+
+Every verb and the runner go through it, so the setup is written once: the session
+owns the examples, the perturbation engine (whose memory shares identical variants
+across metrics and explainers), the base predictions and the targets, computed once
+each and on first use; it explains (with the explanation cache under ``--out``),
+scores, and builds records and their provenance.
+
+Data flows one way: ``open_session`` (task -> prepared model) -> ``explain`` ->
+``score`` -> ``record``. Nothing here knows a concrete task: it sees the
+``benchmark.core.api.PreparedTask`` protocol only.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+import tasks as task_registry
+from benchmark.core.api import (
+    Example,
+    Explainer,
+    MetricInput,
+    PreparedTask,
+    Task,
+    TaskOptions,
+    TrainingInput,
+)
+from benchmark.core.executor import InProcessExecutor
+from benchmark.core.isolation import plugin_caller
+from benchmark.core.perturb import Perturber
+from benchmark.core.provenance import environment
+from benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic
+from benchmark.core.stats import as_estimate, bootstrap, corpus_bootstrap
+from benchmark.core.validation import model_eval
+from benchmark.plan import RunConfig, Unit, unit_key
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Explained:
+    """Per-example scores (one float per token) and the target they explain."""
+
+    scores: list[list[float]]
+    targets: list[int]
+    seconds: float
+
+
+@dataclass
+class Scored:
+    """One metric on the session's examples (a subset for plausibility metrics)."""
+
+    ids: list[str]
+    values: np.ndarray  # (E,) per-example values, in example order
+    flags: dict[str, np.ndarray] = field(default_factory=dict)
+    stats: np.ndarray | None = None  # (E, K) of a corpus-level metric
+    seconds: float = 0.0
+    rows_forwarded: int = 0
+    rows_requested: int = 0
+
+
+def task_options(config: RunConfig, seed: int) -> TaskOptions:
+    return TaskOptions(data_dir=config.data_dir, seed=seed, train_limit=config.train_limit,
+                       variant=config.variant, epochs=config.epochs)
+
+
+def open_session(task_name: str, config: RunConfig, seed: int | None = None, *,
+                 examples: list[Example] | None = None) -> EvaluationSession:
+    """Prepare task ``task_name``'s model for ``seed`` (default: the first of
+    ``config.seeds``) and open a session on ``config.split`` / ``config.limit``, or on
+    the given ``examples`` (read from a user's file)."""
+    seed = config.seeds[0] if seed is None else seed
+    task = task_registry.get_task(task_name)
+    options = task_options(config, seed)
+    prepared = task.prepare(options, progress=config.progress)
+    return EvaluationSession(prepared, config, seed=seed, examples=examples, task=task,
+                             options=options)
+
+
+class EvaluationSession:
+    """Examples, engine, base predictions and targets of one model on one split."""
+
+    def __init__(self, prepared: PreparedTask, config: RunConfig, *, seed: int,
+                 examples: list[Example] | None = None, task: Task | None = None,
+                 options: TaskOptions | None = None):
+        self.prepared, self.config, self.seed = prepared, config, seed
+        self.task, self.options = task, options
+        self.spec = prepared.spec
+        self.from_file = examples is not None
+        self.split = None if self.from_file else self.spec.split(config.split)
+        self.limit = None if self.from_file else config.limit
+        self.examples = examples if self.from_file else prepared.examples(self.split, self.limit)
+        self.perturber = Perturber(prepared.model, chunk_size=config.chunk_size)
+        self._probs: torch.Tensor | None = None
+        self._targets: torch.Tensor | None = None
+
+    def on(self, examples: list[Example]) -> EvaluationSession:
+        """A session of the same model on other examples (e.g. read from a user's file)."""
+        return EvaluationSession(self.prepared, self.config, seed=self.seed, examples=examples,
+                                 task=self.task, options=self.options)
+
+    # -- computed once, on first use ------------------------------------------------------
+
+    @property
+    def base_probs(self) -> torch.Tensor:
+        """(E, C) p(·|x) of every example (eval mode), shared by every explainer and metric."""
+        if self._probs is None:
+            model_eval(self.prepared.model)
+            with torch.no_grad():
+                out = [self.perturber.probs(b) for b, _, _ in self._batches(self.examples)]
+            self._probs = torch.cat(out) if out else torch.empty(0, self.prepared.n_outputs)
+        return self._probs
+
+    @property
+    def targets(self) -> torch.Tensor:
+        """(E,) what is explained: the task decides (a classifier's predicted class)."""
+        if self._targets is None:
+            self._targets = self.prepared.targets(self.examples, self.base_probs)
+        return self._targets
+
+    @targets.setter
+    def targets(self, value: torch.Tensor) -> None:
+        """Explicit targets (e.g. a ``target`` field of a user's explanations file)."""
+        self._targets = torch.as_tensor(value, dtype=torch.long)
+
+    def has_references(self) -> bool:
+        return bool(with_reference(self.examples))
+
+    def applicable(self, metrics: list) -> list:
+        """``metrics`` less the reference-needing ones when no example has a reference
+        (e.g. the hub copy of a task whose rationales are local), with a warning."""
+        if self.has_references():
+            return list(metrics)
+        skipped = [m.spec.name for m in metrics if m.spec.needs_reference]
+        if skipped:
+            log.warning("%s: no example has a reference rationale; skipping %s",
+                        self.spec.id, ", ".join(skipped))
+        return [m for m in metrics if not m.spec.needs_reference]
+
+    # -- explain ---------------------------------------------------------------------------
+
+    def explain(self, explainer: Explainer, *, cache: bool = True) -> Explained:
+        """The explainer's scores of every example, for the session's targets.
+
+        Cached per (model weights, explainer, split, limit) under ``<out>/explanations``
+        when the examples are a split: a resumed run, or another verb on the same
+        ``--out``, does not explain again. Raises PluginError on the first bad batch;
+        each call is guarded (``benchmark.core.isolation``).
+        """
+        path = self._explanations_path(explainer) if cache and not self.from_file else None
+        if path is not None:
+            rows = read_jsonl(path)
+            if rows and len(rows) == len(self.examples):
+                return Explained([r["scores"] for r in rows], [r["target"] for r in rows],
+                                 rows[0].get("seconds", 0.0))
+        explained = self._explain(explainer)
+        if path is not None:
+            write_jsonl_atomic(path, [
+                {"id": e.id, "tokens": list(e.tokens), "scores": s, "target": t,
+                 "seconds": explained.seconds}
+                for e, s, t in zip(self.examples, explained.scores, explained.targets)])
+        return explained
+
+    def _explanations_path(self, explainer: Explainer) -> Path:
+        key = unit_key(self.prepared.checkpoint, explainer.spec.id, "explanations", self.split,
+                       self.limit)
+        return (Path(self.config.out) / "explanations"
+                / f"{self.spec.name}-{explainer.spec.name}-{key}.jsonl")
+
+    def _explain(self, explainer: Explainer) -> Explained:
+        targets, size = self.targets, self.config.batch_size
+        scores, start = [], time.perf_counter()
+        bar = tqdm(total=len(self.examples), desc=f"explain {explainer.spec.name}",
+                   leave=False, disable=not self.config.progress)
+        with plugin_caller(explainer, self.prepared.model, time_budget_s=self.config.time_budget_s,
+                           isolation=self.config.isolation) as caller:
+            for i, (batch, _, _) in enumerate(self._batches(self.examples)):
+                s = caller.explain(batch, targets[i * size : i * size + len(batch)], seed=self.seed)
+                scores += [s[r, : int(n)].tolist() for r, n in enumerate(batch.lengths)]
+                bar.update(len(batch))
+        bar.close()
+        return Explained(scores, targets.tolist(), time.perf_counter() - start)
+
+    # -- score -----------------------------------------------------------------------------
+
+    def score(self, metric, scores: Sequence[Sequence[float]], *,
+              explainer: Explainer | None = None) -> Scored:
+        """One metric's per-example values (and statistics) for ``scores``.
+
+        A plausibility metric sees only the examples that have a reference rationale;
+        a retraining metric gets a ``TrainingInput`` (and needs ``explainer``).
+        """
+        start = time.perf_counter()
+        rows0, asked0 = self.perturber.rows_forwarded, self.perturber.rows_requested
+        if metric.spec.needs_training:
+            scored = self._score_training(metric, scores, explainer)
+        else:
+            scored = self._score_batches(metric, scores)
+        scored.seconds = time.perf_counter() - start
+        scored.rows_forwarded = self.perturber.rows_forwarded - rows0
+        scored.rows_requested = self.perturber.rows_requested - asked0
+        return scored
+
+    def _score_batches(self, metric, scores) -> Scored:
+        examples, targets, probs = self.examples, self.targets, self.base_probs
+        if metric.spec.needs_reference:
+            keep = with_reference(examples)
+            examples, scores = [examples[i] for i in keep], [scores[i] for i in keep]
+            index = torch.tensor(keep, dtype=torch.long)
+            targets, probs = targets.index_select(0, index), probs.index_select(0, index)
+        rate = reference_rate(examples) if metric.spec.needs_reference else None
+        size, values, flags, stats = self.config.batch_size, [], {}, []
+        bar = tqdm(total=len(examples), desc=f"score {metric.spec.name}", leave=False,
+                   disable=not self.config.progress)
+        model_eval(self.prepared.model)  # whatever ran before, metrics see no dropout
+        for i, (batch, _, reference) in enumerate(self._batches(examples)):
+            sl = slice(i * size, i * size + len(batch))
+            out = metric.compute(MetricInput(
+                batch=batch, scores=_padded(scores[sl], batch.ids.shape), target=targets[sl],
+                base_probs=probs[sl], perturber=self.perturber, reference=reference,
+                reference_rate=rate))
+            values.append(out.values.double().cpu().numpy())
+            for name, flag in out.flags.items():
+                flags.setdefault(name, []).append(flag.cpu().numpy())
+            if out.stats is not None:
+                stats.append(out.stats.double().cpu().numpy())
+            bar.update(len(batch))
+        bar.close()
+        _check_stats(metric, stats, len(values))
+        return Scored(
+            ids=[e.id for e in examples],
+            values=np.concatenate(values) if values else np.empty(0),
+            flags={k: np.concatenate(v) for k, v in flags.items()},
+            stats=np.concatenate(stats) if stats else None,
+        )
+
+    def _score_training(self, metric, scores, explainer) -> Scored:
+        if explainer is None or self.task is None:
+            raise ValueError(f"metric {metric.spec.name} retrains models: it needs the task "
+                             "and the explainer (open the session with open_session)")
+        out = metric.evaluate(TrainingInput(
+            task=self.task, options=self.options, session=self, explainer=explainer,
+            scores=[list(s) for s in scores], trainer=Trainer(self.task, self.options,
+                                                              self.config.progress),
+            executor=InProcessExecutor()))
+        return Scored(ids=[e.id for e in self.examples], values=out.values.double().numpy(),
+                      flags={k: v.numpy() for k, v in out.flags.items()},
+                      stats=None if out.stats is None else out.stats.double().numpy())
+
+    # -- records ---------------------------------------------------------------------------
+
+    def estimate(self, metric, scored: Scored):
+        """Mean and bootstrap CI over examples, or for a corpus-level metric the
+        aggregated statistics with a bootstrap that re-aggregates resamples."""
+        if metric.spec.aggregation is not None:
+            return as_estimate(corpus_bootstrap(scored.stats, metric.spec.aggregation))
+        return bootstrap(scored.values)
+
+    def provenance(self) -> dict:
+        """What every record says about the model it used: code and environment, data
+        fingerprint, weights hash (``checkpoint``), cache key, and accuracy per split."""
+        p = self.prepared
+        return {**environment(), "data_fingerprint": p.data_fingerprint,
+                "checkpoint": p.checkpoint, "cache_key": p.cache_key,
+                "model_accuracy": p.accuracy}
+
+    def run_config(self) -> dict:
+        return {k: v for k, v in self.config.as_dict().items() if k != "progress"}
+
+    def record(self, unit: Unit, explainer: Explainer, metric, scored: Scored,
+               explained: Explained) -> ResultRecord:
+        """The result record of one unit (its per-example rows: ``per_example_rows``)."""
+        estimate = self.estimate(metric, scored)
+        agg = metric.spec.aggregation
+        return ResultRecord(
+            key=unit.key,
+            task=self.spec.id,
+            model_seed=self.seed,
+            explainer=explainer.spec.id,
+            metric=metric.spec.id,
+            family=metric.spec.family,
+            direction=metric.spec.direction,
+            split=unit.split,
+            estimate=estimate.as_dict(),
+            per_example_file=f"per_example/{unit.key}.jsonl",
+            provenance={
+                **self.provenance(),
+                "config": {"run": self.run_config(), "task": self.prepared.config,
+                           "explainer": spec_dict(explainer.spec),
+                           "metric": dict(metric.spec.params)},
+                "seeds": {"model": self.seed, "explainer": self.seed,
+                          "bootstrap": estimate.bootstrap_seed},
+            },
+            timing={"explain_s": explained.seconds, "metric_s": scored.seconds,
+                    "rows_forwarded": scored.rows_forwarded,
+                    "rows_requested": scored.rows_requested, "n_examples": len(self.examples)},
+            extra={name: int(flag.sum()) for name, flag in scored.flags.items()},
+            aggregation=None if agg is None else agg.as_dict(),
+        )
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _batches(self, examples):
+        return self.prepared.batches(examples, self.config.batch_size)
+
+
+def per_example_rows(scored: Scored) -> list[dict]:
+    """``{"id", "value"}`` per example (and ``"stats"`` for a corpus-level metric); a
+    value the example alone does not define (a zero denominator) is written as null."""
+    rows = []
+    for i, (ex, v) in enumerate(zip(scored.ids, scored.values)):
+        row = {"id": ex, "value": float(v) if np.isfinite(v) else None}
+        if scored.stats is not None:
+            row["stats"] = [float(x) for x in scored.stats[i]]
+        rows.append(row)
+    return rows
+
+
+def spec_dict(spec) -> dict:
+    return {"id": spec.id, "name": spec.name, "version": spec.version,
+            "requires": sorted(spec.requires), "params": dict(spec.params),
+            "deterministic": spec.deterministic, "citation": spec.citation}
+
+
+class Trainer:
+    """Trains (or loads from the cache) the task's model on transformed data: what a
+    retraining metric gets, so it never reaches for globals."""
+
+    def __init__(self, task: Task, options: TaskOptions, progress: bool = False):
+        self.task, self.options, self.progress = task, options, progress
+
+    def __call__(self, transform, seed: int | None = None) -> PreparedTask:
+        options = replace(self.options, transform=transform,
+                          seed=self.options.seed if seed is None else seed)
+        return self.task.prepare(options, progress=self.progress)
+
+
+def with_reference(examples: Sequence) -> list[int]:
+    """Positions of the examples that have a non-empty reference rationale."""
+    return [i for i, e in enumerate(examples) if e.reference is not None and any(e.reference)]
+
+
+def reference_rate(examples: Sequence) -> float | None:
+    """Mean over the examples with a reference of |reference| / n (None if none has one)."""
+    rates = [sum(e.reference) / len(e.reference) for e in examples
+             if e.reference is not None and len(e.reference)]
+    return sum(rates) / len(rates) if rates else None
+
+
+def _padded(rows: Sequence[Sequence[float]], shape) -> torch.Tensor:
+    out = torch.zeros(shape, dtype=torch.float32)
+    for r, row in enumerate(rows):
+        out[r, : len(row)] = torch.tensor(row, dtype=torch.float32)
+    return out
+
+
+def _check_stats(metric, stats: list, n_batches: int) -> None:
+    corpus = metric.spec.aggregation is not None
+    if corpus and len(stats) != n_batches:
+        raise ValueError(f"metric {metric.spec.name} is corpus-level but returned no stats")
+    if not corpus and stats:
+        raise ValueError(f"metric {metric.spec.name} returned stats but declares no aggregation")
