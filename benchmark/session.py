@@ -107,6 +107,13 @@ class EvaluationSession:
         return EvaluationSession(self.prepared, self.config, seed=self.seed, examples=examples,
                                  task=self.task, options=self.options)
 
+    def on_split(self, split: str, limit: int | None = None) -> EvaluationSession:
+        """A session of the same model on another split (e.g. ROAR explains the training
+        split); its explanations are cached under their own split key."""
+        config = replace(self.config, split=split, limit=limit)
+        return EvaluationSession(self.prepared, config, seed=self.seed, task=self.task,
+                                 options=self.options)
+
     # -- computed once, on first use ------------------------------------------------------
 
     @property

@@ -15,6 +15,11 @@ Per (task, metric):
   ``diff`` through the metric's direction, and only when p_holm < alpha *and* the CI
   of ``diff`` excludes 0: the test conditions on the checkpoints, the two-level CI
   also covers retraining, and a winner must survive both.
+
+A corpus-level metric (AER-like, a record with an ``aggregation``) is compared on its
+per-example statistics instead: approximate randomization (swap each example's
+statistics between the entries) and a two-level bootstrap of the difference of the
+re-aggregated values.
 """
 
 from __future__ import annotations
@@ -23,7 +28,15 @@ import math
 
 from benchmark.core.errors import InputError
 from benchmark.core.names import FAMILIES
-from benchmark.core.stats import ALPHA, holm, settings_of, sign_flip_test, two_level_bootstrap
+from benchmark.core.stats import (
+    ALPHA,
+    Aggregation,
+    holm,
+    paired_corpus_test,
+    settings_of,
+    sign_flip_test,
+    two_level_bootstrap,
+)
 from leaderboard.entry import Entry
 from leaderboard.rank import matches, seed_matrix
 from leaderboard.suite import require_same_suite, short_name
@@ -86,6 +99,8 @@ def _pairs(results: dict) -> str:
 
 
 def _compare_one(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
+    if rec.get("aggregation") is not None:
+        return _compare_corpus(a, b, task, metric, rec)
     va, vb = a.values(task, metric), b.values(task, metric)
     shared = va.keys() & vb.keys()
     seeds = sorted({seed for seed, _ in shared})
@@ -101,15 +116,42 @@ def _compare_one(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
             f"{task!r}, metric {metric!r} ({len(va)} and {len(vb)} per-example "
             "values); a paired comparison needs the same examples"
         )
-    est = rec["estimate"]
-    confidence = est.get("confidence", 1 - ALPHA)
-    settings = settings_of(est)
+    settings = settings_of(rec["estimate"])
     d = sign_flip_test([xa[i] for i in ids], [xb[i] for i in ids], **settings)
     lo, hi, ci_method = d.ci_low, d.ci_high, "bootstrap over examples"
     if len(seeds) > 1:
         diff_matrix = [[x - y for x, y in zip(ra, rb)] for ra, rb in zip(ma, mb)]  # (S, N)
         two = two_level_bootstrap(diff_matrix, **settings)
         lo, hi, ci_method = two.ci_low, two.ci_high, "two-level bootstrap"
+    return _row(a, b, task, metric, rec, d, seeds, ci=(lo, hi, ci_method),
+                means=(math.fsum(xa.values()) / len(xa), math.fsum(xb.values()) / len(xb)))
+
+
+def _compare_corpus(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
+    """A corpus-level metric: approximate randomization over the examples' statistics
+    (``benchmark.core.stats.paired_corpus_test``), on the examples both entries scored
+    under every shared seed; its CI is the two-level bootstrap of the difference."""
+    sa, sb = a.stats(task, metric), b.stats(task, metric)
+    shared = sa.keys() & sb.keys()
+    seeds = sorted({seed for seed, _ in shared})
+    ids, ca = seed_matrix({k: sa[k] for k in shared}, seeds)  # (S, N, K)
+    _, cb = seed_matrix({k: sb[k] for k in shared}, seeds)
+    if not ids:
+        raise InputError(
+            f"entries {a.label} and {b.label} share no examples for task {task!r}, metric "
+            f"{metric!r}; a paired comparison needs the same examples"
+        )
+    agg = Aggregation.from_dict(rec["aggregation"])
+    d = paired_corpus_test(ca, cb, agg, **settings_of(rec["estimate"]))
+    mean_a = math.fsum(float(agg([math.fsum(c) for c in zip(*row)])) for row in ca) / len(seeds)
+    mean_b = math.fsum(float(agg([math.fsum(c) for c in zip(*row)])) for row in cb) / len(seeds)
+    method = "two-level bootstrap" if len(seeds) > 1 else "bootstrap over examples"
+    return _row(a, b, task, metric, rec, d, seeds, ci=(d.ci_low, d.ci_high, method),
+                means=(mean_a, mean_b))
+
+
+def _row(a: Entry, b: Entry, task: str, metric: str, rec: dict, d, seeds, *, ci, means) -> dict:
+    lo, hi, ci_method = ci
     return {
         "task": task,
         "family": rec["family"],
@@ -123,8 +165,8 @@ def _compare_one(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
         "n": d.n,
         "model_seeds": seeds,
         "n_seeds": len(seeds),
-        "mean_a": math.fsum(xa.values()) / len(xa),
-        "mean_b": math.fsum(xb.values()) / len(xb),
+        "mean_a": means[0],
+        "mean_b": means[1],
         "diff": d.diff,
         "ci_low": lo,
         "ci_high": hi,
@@ -132,7 +174,7 @@ def _compare_one(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
         "p_value": d.p_value,
         "p_holm": None,  # set by compare, over all its rows
         "test": d.test,
-        "confidence": confidence,
+        "confidence": rec["estimate"].get("confidence", 1 - ALPHA),
         "better": NO_DIFFERENCE,
         "better_entry": None,
     }

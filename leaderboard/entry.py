@@ -3,6 +3,7 @@
     <root>/<entry_id>/
         results.jsonl      result records (benchmark.core.records), one per (task, model seed, metric)
         per_example.jsonl  {"task", "model_seed", "metric", "id", "value"} rows behind them
+                           (and "stats" for a corpus-level metric)
         header.json        written last: schema_version, entry_id, explainer, explainer_name,
                            explainer_spec, submitter, notes, created_at, faithbench_versions,
                            git_commits, suite
@@ -84,16 +85,24 @@ class Entry:
         return f"{self.explainer} (entry {self.entry_id})"
 
     @cached_property
-    def _values(self) -> dict:
-        index: dict = defaultdict(dict)
+    def _index(self) -> tuple[dict, dict]:
+        values: dict = defaultdict(dict)
+        stats: dict = defaultdict(dict)
         for row in self.per_example:
             key = (int(row["model_seed"]), str(row["id"]))
-            index[(row["task"], row["metric"])][key] = float(row["value"])
-        return index
+            if row["value"] is not None:
+                values[(row["task"], row["metric"])][key] = float(row["value"])
+            if "stats" in row:
+                stats[(row["task"], row["metric"])][key] = [float(x) for x in row["stats"]]
+        return values, stats
 
     def values(self, task: str, metric: str) -> dict[tuple[int, str], float]:
         """Per-example values of one (task, metric), keyed by (model seed, example id)."""
-        return self._values.get((task, metric), {})
+        return self._index[0].get((task, metric), {})
+
+    def stats(self, task: str, metric: str) -> dict[tuple[int, str], list[float]]:
+        """Per-example statistics of a corpus-level (task, metric), keyed like ``values``."""
+        return self._index[1].get((task, metric), {})
 
 
 # --- writing --------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ With one model seed a row is the stored estimate. With several, the row's mean a
 come from ``benchmark.core.stats.two_level_bootstrap`` over the (seeds x examples)
 matrix of the examples scored under every seed, with the records' own bootstrap
 settings: seeds are resampled, then examples, so the CI also covers retraining the
-model. ``seed_sd``, ``seed_min`` and ``seed_max`` describe the per-seed means.
+model. A corpus-level metric (a record with an ``aggregation``) is resampled the same
+way from its per-example statistics (``corpus_bootstrap``): the mean of the per-seed
+corpus values, each re-aggregated from resampled sums. ``seed_sd``, ``seed_min`` and ``seed_max`` describe the per-seed means.
 """
 
 from __future__ import annotations
@@ -20,7 +22,13 @@ from collections import defaultdict
 
 from benchmark.core.errors import DataFileError, InputError
 from benchmark.core.names import DIRECTIONS, FAMILIES
-from benchmark.core.stats import ALPHA, settings_of, two_level_bootstrap
+from benchmark.core.stats import (
+    ALPHA,
+    Aggregation,
+    corpus_bootstrap,
+    settings_of,
+    two_level_bootstrap,
+)
 from leaderboard.entry import Entry
 from leaderboard.suite import require_same_suite, short_name
 
@@ -117,7 +125,9 @@ def _score(e: Entry, task: str, metric: str, recs: list[dict]) -> dict:
         mean, lo, hi, n = est["mean"], est["ci_low"], est["ci_high"], est["n"]
         spread = {"n_seeds": 1, "seed_sd": 0.0, "seed_min": float(mean), "seed_max": float(mean)}
     else:
-        ids, matrix = seed_matrix(e.values(task, metric), seeds)
+        corpus = recs[0].get("aggregation")
+        source = e.stats(task, metric) if corpus is not None else e.values(task, metric)
+        ids, matrix = seed_matrix(source, seeds)
         if not ids:
             raise DataFileError(
                 e.path / "per_example.jsonl",
@@ -126,7 +136,10 @@ def _score(e: Entry, task: str, metric: str, recs: list[dict]) -> dict:
                 f"no example has values under every model seed {seeds} for "
                 f"task {task!r}, metric {metric!r}",
             )
-        b = two_level_bootstrap(matrix, **settings_of(est))
+        if corpus is not None:  # (S, N, K) statistics, re-aggregated per resample
+            b = corpus_bootstrap(matrix, Aggregation.from_dict(corpus), **settings_of(est))
+        else:
+            b = two_level_bootstrap(matrix, **settings_of(est))
         mean, lo, hi, n = b.mean, b.ci_low, b.ci_high, b.n
         spread = {
             "n_seeds": b.n_seeds,

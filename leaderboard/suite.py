@@ -14,6 +14,7 @@ from collections import defaultdict
 from benchmark.core.errors import DataFileError, InputError
 from benchmark.core.names import DIRECTIONS
 from benchmark.core.records import ResultRecord
+from benchmark.core.stats import Aggregation
 
 ROW_FIELDS = ("task", "model_seed", "metric", "id", "value")
 ESTIMATE_FIELDS = ("mean", "ci_low", "ci_high", "n")
@@ -77,7 +78,9 @@ def explainer_of(records: list[ResultRecord], spec: dict) -> str:
 
 
 def check_rows(per_example: list[dict], records: list[ResultRecord]) -> list[dict]:
-    """Every result must be backed by exactly its n per-example values, with its mean."""
+    """Every result must be backed by exactly its n per-example values, with its mean —
+    or, for a corpus-level metric, by n rows of ``stats`` whose aggregated sums give its
+    value (a row's own ``value`` may then be null: one example alone may not define it)."""
     wanted = {(r.task, r.model_seed, r.metric): r for r in records}
     got: dict = defaultdict(dict)
     rows = []
@@ -89,12 +92,6 @@ def check_rows(per_example: list[dict], records: list[ResultRecord]) -> list[dic
         seed, value = row["model_seed"], row["value"]
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise DataFileError(where, line, "model_seed", f"not an integer: {seed!r}")
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-        ):
-            raise DataFileError(where, line, "value", f"not a finite number: {value!r}")
         key = (row["task"], seed, row["metric"])
         if key not in wanted:
             raise DataFileError(
@@ -104,6 +101,9 @@ def check_rows(per_example: list[dict], records: list[ResultRecord]) -> list[dic
                 f"no result record for task "
                 f"{row['task']!r}, model seed {seed}, metric {row['metric']!r}",
             )
+        agg = wanted[key].aggregation
+        if not (value is None and agg is not None) and not _finite_number(value):
+            raise DataFileError(where, line, "value", f"not a finite number: {value!r}")
         example = str(row["id"])
         if example in got[key]:
             raise DataFileError(
@@ -112,28 +112,45 @@ def check_rows(per_example: list[dict], records: list[ResultRecord]) -> list[dic
                 "id",
                 f"example {example!r} appears twice for {key[0]!r}, seed {seed}, {key[2]!r}",
             )
-        got[key][example] = float(value)
-        rows.append(
-            {
-                "task": key[0],
-                "model_seed": seed,
-                "metric": key[2],
-                "id": example,
-                "value": float(value),
-            }
-        )
+        out = {
+            "task": key[0],
+            "model_seed": seed,
+            "metric": key[2],
+            "id": example,
+            "value": None if value is None else float(value),
+        }
+        if agg is not None:
+            stats = row.get("stats")
+            k = len(agg["stats"])
+            if not isinstance(stats, list) or len(stats) != k or not all(map(_finite_number, stats)):
+                raise DataFileError(
+                    where, line, "stats",
+                    f"metric {key[2]!r} is corpus-level: expected {k} finite numbers "
+                    f"({', '.join(agg['stats'])}), got {stats!r}",
+                )
+            out["stats"] = [float(x) for x in stats]
+        got[key][example] = out
+        rows.append(out)
     for key, rec in wanted.items():
-        values = list(got[key].values())
+        mine = list(got[key].values())
         what = f"result for task {key[0]!r}, model seed {key[1]}, metric {key[2]!r}"
-        if len(values) != rec.estimate["n"]:
-            raise InputError(f"{what} has n={rec.estimate['n']} but {len(values)} per-example rows")
-        mean = math.fsum(values) / len(values)
-        if not math.isclose(mean, rec.estimate["mean"], rel_tol=1e-9, abs_tol=1e-12):
+        if len(mine) != rec.estimate["n"]:
+            raise InputError(f"{what} has n={rec.estimate['n']} but {len(mine)} per-example rows")
+        if rec.aggregation is None:
+            value, how = math.fsum(r["value"] for r in mine) / len(mine), "rows average"
+        else:
+            sums = [math.fsum(col) for col in zip(*(r["stats"] for r in mine))]
+            value, how = float(Aggregation.from_dict(rec.aggregation)(sums)), "rows' stats aggregate to"
+        if not math.isclose(value, rec.estimate["mean"], rel_tol=1e-9, abs_tol=1e-12):
             raise InputError(
-                f"{what} has mean {rec.estimate['mean']!r} but its per-example "
-                f"rows average {mean!r}"
+                f"{what} has mean {rec.estimate['mean']!r} but its per-example {how} {value!r}"
             )
     return rows
+
+
+def _finite_number(value) -> bool:
+    return (not isinstance(value, bool) and isinstance(value, (int, float))
+            and math.isfinite(value))
 
 
 def derive_suite(records: list[ResultRecord]) -> dict:

@@ -17,7 +17,7 @@ from benchmark.core.names import TASK_KINDS
 from benchmark.core.registry import Registry
 from metrics.erasure import AOPC_LERF, AOPC_MORF
 from metrics.flip import FLIP_FRACTION, FLIP_RATE
-from metrics.plausibility import AUPRC, AVERAGE_PRECISION, R_PRECISION, TOKEN_F1
+from metrics.plausibility import AUPRC, AVERAGE_PRECISION, R_PRECISION, TOKEN_F1, TOKEN_F1_MICRO
 from metrics.rationale import COMPREHENSIVENESS, SUFFICIENCY
 from metrics.share import SEGMENT_SHARE
 
@@ -32,6 +32,7 @@ REGISTRY.add(R_PRECISION.spec.name, R_PRECISION)
 REGISTRY.add(AVERAGE_PRECISION.spec.name, AVERAGE_PRECISION)
 REGISTRY.add(TOKEN_F1.spec.name, TOKEN_F1)
 REGISTRY.add(AUPRC.spec.name, AUPRC)
+REGISTRY.add(TOKEN_F1_MICRO.spec.name, TOKEN_F1_MICRO)
 REGISTRY.add(SEGMENT_SHARE.spec.name, SEGMENT_SHARE)
 
 

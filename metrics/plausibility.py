@@ -1,10 +1,11 @@
 """Plausibility: agreement of the explainer's scores with a reference rationale.
 
-Four metrics, all per example, all against the same binary reference R (the real
-tokens a human, or the generator of a synthetic task, marked). None makes a forward
-pass: these are *not* faithfulness metrics, and they are ranked in their own family,
-never mixed with faithfulness. Two of them are ERASER's definitions, under ERASER's
-names (``token_f1``, ``auprc``, version 2); two are the rank-based variants that
+Five metrics, all against the same binary reference R (the real tokens a human, or
+the generator of a synthetic task, marked); four per example, one (``token_f1_micro``)
+at corpus level. None makes a forward pass: these are *not* faithfulness metrics, and
+they are ranked in their own family, never mixed with faithfulness. Three of them are
+ERASER's definitions, under ERASER's names (``token_f1``, ``auprc``, version 2; and
+the pooled ``token_f1_micro``); two are the rank-based variants that
 version 1 of those names computed, now under their textbook names (``r_precision``,
 ``average_precision``, version 1). They differ in two choices:
 
@@ -71,6 +72,22 @@ Range. [0, 1]. 1 needs k = |R| and S = R exactly; on an example whose |R| differ
 from ρ · n even a perfect ranking scores 2 min(k, |R|) / (k + |R|) < 1. 0 means none
 of the top k is in R. ERASER treats premise and hypothesis of e-SNLI as two
 instances; here an example (both segments together) is one.
+
+Metric card: ``token_f1_micro`` (corpus level)
+----------------------------------------------
+Formula. The same cut S as ``token_f1``, pooled over the corpus instead of averaged
+per example: ERASER's 'instance_micro' F1, with P = Σ|S ∩ R| / Σ|S| and
+R = Σ|S ∩ R| / Σ|R| over all examples scored::
+
+    token_f1_micro = 2 P R / (P + R) = 2 Σ|S ∩ R| / (Σ|S| + Σ|R|)
+
+Each example contributes its sufficient statistics (|S ∩ R|, |S|, |R|); the record's
+value is their aggregation, and its bootstrap CI resamples examples and re-aggregates
+(``benchmark.core.stats.corpus_bootstrap``). The per-example values written beside it
+are each example's own F1, for inspection; they do not average to the corpus value.
+Long examples weigh more than in ``token_f1``.
+
+Parameter. ``k_frac``, as for ``token_f1``. Direction: higher. Range [0, 1].
 
 Metric card: ``average_precision``
 ----------------------------------
@@ -158,6 +175,22 @@ tensor([0.6667, 0.6667], dtype=torch.float64)
 tensor([0.8333, 0.8333], dtype=torch.float64)
 >>> auprc(inp)
 tensor([0.7917, 0.7500], dtype=torch.float64)
+
+token_f1 vs token_f1_micro. Row c: n = 2, R = {0}, ranked 0 first; row d: n = 8,
+R = {0..3}, ranked 7, 6, 5, 4, ... first; ρ = 0.5. c: k = 1, one hit, F1 = 1; d: k = 4,
+no hit, F1 = 0. Macro (mean) 0.5; micro 2 · 1 / ((1 + 4) + (1 + 4)) = 0.2.
+
+>>> ids = torch.tensor([[5, 6, 0, 0, 0, 0, 0, 0], [5, 6, 7, 8, 9, 10, 11, 12]])
+>>> batch = Batch(ids, ids > 0, ("c", "d"))
+>>> scores = torch.tensor([[1.0, 0.0] + [0.0] * 6, [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]])
+>>> reference = torch.tensor([[True] + [False] * 7, [True] * 4 + [False] * 4])
+>>> inp = MetricInput(batch, scores, torch.tensor([0, 0]), torch.full((2, 2), 0.5), None,
+...                   reference, reference_rate=0.5)
+>>> out = token_f1_micro(inp, k_frac=None)
+>>> out.values.tolist(), out.stats.tolist()
+([1.0, 0.0], [[1.0, 1.0, 1.0], [0.0, 4.0, 4.0]])
+>>> float(TOKEN_F1_MICRO.spec.aggregation(out.stats.sum(0).numpy()))
+0.2
 """
 
 from __future__ import annotations
@@ -167,7 +200,9 @@ import torch
 from benchmark.core.api import (
     CLASSIFICATION,
     PAIR_CLASSIFICATION,
+    Aggregation,
     MetricInput,
+    MetricOutput,
     MetricSpec,
     SimpleMetric,
 )
@@ -223,7 +258,7 @@ def average_precision(inp: MetricInput) -> torch.Tensor:
     return ((precision * rel).sum(dim=1) / k.double()).cpu()
 
 
-def _rate(inp: MetricInput, k_frac) -> float | None:
+def _rate(inp: MetricInput, k_frac, name: str = "token_f1") -> float | None:
     """ρ for ``token_f1``: ``k_frac`` if set, else the engine's dataset-level rate."""
     if k_frac is not None:
         rate, source = k_frac, "parameter k_frac"
@@ -232,21 +267,37 @@ def _rate(inp: MetricInput, k_frac) -> float | None:
     if rate is None:
         return None
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1:
-        raise InputError(f"metric token_f1: {source} must be a fraction in (0, 1], got {rate!r}")
+        raise InputError(f"metric {name}: {source} must be a fraction in (0, 1], got {rate!r}")
     return float(rate)
 
 
 def token_f1(inp: MetricInput, *, k_frac) -> torch.Tensor:
     """(B,) instance F1 of the top ceil(ρ · n) tokens against R; ρ = k_frac, or the
     dataset-level ``inp.reference_rate`` when k_frac is None."""
-    rate = _rate(inp, k_frac)  # checked before the rows, so a bad k_frac fails on any batch
-    reference, r = checked_reference("token_f1", inp)
+    hits, k, r = _hard_cut("token_f1", inp, k_frac)
+    # 2PR / (P + R) with P = hits / k, R = hits / |R|; 0 when there is no hit
+    return (2 * hits / (k + r)).cpu()
+
+
+def token_f1_micro(inp: MetricInput, *, k_frac) -> MetricOutput:
+    """Per-example (|S ∩ R|, |S|, |R|) of the same cut as ``token_f1``, pooled over the
+    corpus (``TOKEN_F1_MICRO.spec.aggregation``); values: each example's own F1."""
+    hits, k, r = _hard_cut("token_f1_micro", inp, k_frac)
+    return MetricOutput((2 * hits / (k + r)).cpu(), stats=torch.stack([hits, k, r], 1).cpu())
+
+
+def _hard_cut(name: str, inp: MetricInput, k_frac):
+    """(|S ∩ R|, k, |R|) as (B,) float64, S the top k = ceil(ρ · n) tokens (ERASER's
+    hard rationale cut from soft scores at one dataset-level rate)."""
+    rate = _rate(inp, k_frac, name)  # checked before the rows, so a bad k_frac fails on any batch
+    reference, r = checked_reference(name, inp)
     mask = inp.batch.mask
     if rate is None:
         if not len(r):
-            return torch.zeros(0, dtype=torch.float64)
+            none = torch.zeros(0, dtype=torch.float64)
+            return none, none, none
         raise InputError(
-            "metric token_f1 needs a rationale rate: set k_frac (e.g. token_f1[k_frac=0.2]) or "
+            f"metric {name} needs a rationale rate: set k_frac (e.g. {name}[k_frac=0.2]) or "
             f"give MetricInput.reference_rate; neither given for examples "
             f"{', '.join(inp.batch.example_ids)}"
         )
@@ -254,8 +305,7 @@ def token_f1(inp: MetricInput, *, k_frac) -> torch.Tensor:
     k = torch.ceil(n.double() * rate - K_TOLERANCE).long()
     k = torch.minimum(k.clamp(min=1), n)  # (B,) in [1, n]
     hits = (top_k_mask(inp.scores, mask, k) & reference).sum(dim=1).double()
-    # 2PR / (P + R) with P = hits / k, R = hits / |R|; 0 when there is no hit
-    return (2 * hits / (k + r).double()).cpu()
+    return hits, k.double(), r.double()
 
 
 def auprc(inp: MetricInput) -> torch.Tensor:
@@ -294,7 +344,7 @@ def auprc(inp: MetricInput) -> torch.Tensor:
     return area.cumsum(dim=1)[:, -1].cpu()
 
 
-def _spec(name: str, version: str, params: tuple = ()) -> MetricSpec:
+def _spec(name: str, version: str, params: tuple = (), aggregation=None) -> MetricSpec:
     return MetricSpec(
         name=name,
         version=version,
@@ -304,6 +354,7 @@ def _spec(name: str, version: str, params: tuple = ()) -> MetricSpec:
         family="plausibility",
         needs_reference=True,
         citation=CITATION,
+        aggregation=aggregation,
     )
 
 
@@ -313,3 +364,8 @@ AVERAGE_PRECISION = SimpleMetric(spec=_spec("average_precision", "1"), fn=averag
 # so ids token_f1@2 / auprc@2 never collide with those records
 TOKEN_F1 = SimpleMetric(spec=_spec("token_f1", "2", (("k_frac", None),)), fn=token_f1)
 AUPRC = SimpleMetric(spec=_spec("auprc", "2"), fn=auprc)
+# corpus level: 2 Σ|S ∩ R| / (Σ|S| + Σ|R|), ERASER's "instance_micro" F1
+MICRO_F1 = Aggregation(stats=("hits", "selected", "reference"), numerator=(2.0, 0.0, 0.0),
+                       denominator=(0.0, 1.0, 1.0))
+TOKEN_F1_MICRO = SimpleMetric(spec=_spec("token_f1_micro", "1", (("k_frac", None),), MICRO_F1),
+                              fn=token_f1_micro)

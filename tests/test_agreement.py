@@ -43,7 +43,15 @@ def test_kendall_tau_b_with_ties_matches_hand_count():
     taus, pvalues = kendall_per_instance([x, u], [y, v])
     assert taus[0] == pytest.approx(expected, abs=1e-12)
     assert taus[1] == pytest.approx(-2 / math.sqrt((3 - 1) * (3 - 1)), abs=1e-12)  # -1
-    assert np.all((pvalues > 0) & (pvalues <= 1))
+    # p-values from the normal approximation with Kendall's tie-corrected variance of
+    # S = C - D (ties in both vectors), worked by hand: x has two tied pairs, y one
+    # (x): var = (5·4·15 − 2·18 − 18) / 18 + (4 · 2) / (2·5·4) = 13.8667, z = 5 / √var;
+    # (u, v): one tied pair each, var = (3·2·11 − 18 − 18) / 18 + (2 · 2) / (2·3·2) = 2
+    var_x = (5 * 4 * 15 - 2 * 18 - 18) / 18 + (4 * 2) / (2 * 5 * 4)
+    var_u = (3 * 2 * 11 - 18 - 18) / 18 + (2 * 2) / (2 * 3 * 2)
+    assert var_u == pytest.approx(2.0)
+    assert pvalues[0] == pytest.approx(math.erfc(5 / math.sqrt(var_x) / math.sqrt(2)), abs=1e-12)
+    assert pvalues[1] == pytest.approx(math.erfc(2 / math.sqrt(var_u) / math.sqrt(2)), abs=1e-12)
 
 
 def test_undefined_tau_is_excluded_and_counted_never_zero():

@@ -563,6 +563,7 @@ def test_registry_and_helpers():
         "average_precision",
         "token_f1",
         "auprc",
+        "token_f1_micro",
         "segment_share",
     ]
     with pytest.raises(UnknownNameError, match="did you mean 'sufficiency'"):
@@ -570,7 +571,7 @@ def test_registry_and_helpers():
     plain = [m.spec.name for m in default_metrics(CLASSIFICATION, has_reference=False)]
     assert plain == REGISTRY.names()[:6]
     with_ref = [m.spec.name for m in default_metrics(CLASSIFICATION, has_reference=True)]
-    assert with_ref == REGISTRY.names()[:10]
+    assert with_ref == REGISTRY.names()[:11]
     pairs = [m.spec.name for m in default_metrics(PAIR_CLASSIFICATION, has_reference=True)]
     assert pairs == REGISTRY.names()
     assert default_metrics(ALIGNMENT, has_reference=True) == []

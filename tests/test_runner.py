@@ -22,6 +22,16 @@ PLUGINS = Path(__file__).parent / "plugins"
 FAST = dict(limit=24, batch_size=8, progress=False)
 
 
+def percentile_ci(values, n_resamples=2000, seed=0, alpha=0.05):
+    """The documented bootstrap, written out: resample n of n with numpy's generator
+    seeded 0, 2000 times, and take the 2.5% and 97.5% quantiles of the means."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=float)
+    draws = np.random.default_rng(seed).integers(0, len(v), size=(n_resamples, len(v)))
+    return tuple(np.quantile(v[draws].mean(axis=1), [alpha / 2, 1 - alpha / 2]))
+
+
 def test_run_synthetic_all_units(tmp_path, synthetic_ready):
     summary = run(RunConfig(out=str(tmp_path), **FAST))
     assert summary.exit_code == 0 and not summary.failures
@@ -31,14 +41,18 @@ def test_run_synthetic_all_units(tmp_path, synthetic_ready):
                           "occlusion", "random"}
     metrics = {r.metric.split("[")[0].split("@")[0] for r in records}
     assert metrics == {"aopc_morf", "aopc_lerf", "comprehensiveness", "sufficiency", "flip_rate",
-                       "flip_fraction", "r_precision", "average_precision", "token_f1", "auprc"}
-    assert len(records) == len({r.key for r in records}) == 6 * 10
+                       "flip_fraction", "r_precision", "average_precision", "token_f1", "auprc",
+                       "token_f1_micro"}
+    assert len(records) == len({r.key for r in records}) == 6 * 11
     for r in records:
+        if r.aggregation is not None:  # corpus level: checked in test_corpus
+            continue
         per = read_jsonl(tmp_path / r.per_example_file)
         assert r.estimate["n"] == len(per) == 24
         mean = sum(p["value"] for p in per) / len(per)
         assert r.estimate["mean"] == pytest.approx(mean)
-        assert r.estimate["ci_low"] <= r.estimate["mean"] <= r.estimate["ci_high"]
+        assert (r.estimate["ci_low"], r.estimate["ci_high"]) == pytest.approx(
+            percentile_ci([p["value"] for p in per]), abs=1e-12)
         assert r.provenance["model_accuracy"]["validation"] == synthetic_ready.accuracy["validation"]
         assert r.provenance["checkpoint"] == synthetic_ready.checkpoint
     # a model that learned the task relies on the planted words: occlusion finds them
@@ -48,8 +62,8 @@ def test_run_synthetic_all_units(tmp_path, synthetic_ready):
     assert len(summary.entries) == 6
     # a second run computes nothing and returns the same results
     again = run(RunConfig(out=str(tmp_path), **FAST))
-    assert again.computed == 0 and again.skipped == 60
-    assert len(read_results(tmp_path / "results.jsonl")) == 60
+    assert again.computed == 0 and again.skipped == 66
+    assert len(read_results(tmp_path / "results.jsonl")) == 66
 
 
 def test_broken_plugin_is_recorded_and_skipped(tmp_path, synthetic_ready):
@@ -90,11 +104,11 @@ def test_resume_after_kill_9(tmp_path, synthetic_ready):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     partial = read_jsonl(results)
-    assert killed and 3 <= len(partial) < 30, "the run must be killed part way"
+    assert killed and 3 <= len(partial) < 33, "the run must be killed part way"
     done = _cli(*args, env=env)
     assert done.returncode == 0, done.stderr
     records = read_results(results)
-    assert len(records) == 30 and len({r.key for r in records}) == 30
+    assert len(records) == 33 and len({r.key for r in records}) == 33
     # finished units were kept, not recomputed
     assert [r["key"] for r in partial] == [r.key for r in records[: len(partial)]]
     # the resumed results equal a clean run's

@@ -20,6 +20,7 @@ import torch
 
 # Task kinds, re-exported for submitters (the lists live in benchmark.core.names).
 from benchmark.core.names import ALIGNMENT, CLASSIFICATION, PAIR_CLASSIFICATION  # noqa: F401
+from benchmark.core.stats import Aggregation
 
 # Capabilities an explainer may require of the model surface.
 GRADIENTS = "gradients"  # model is differentiable wrt its input embeddings
@@ -258,55 +259,6 @@ class Task(Protocol):
 
     def prepare(self, options: TaskOptions = TaskOptions(), *, progress: bool = True
                 ) -> PreparedTask: ...
-
-
-@dataclass(frozen=True)
-class Aggregation:
-    """How a corpus-level metric turns per-example sufficient statistics into one value:
-    ``offset + scale * (numerator · Σ stats) / (denominator · Σ stats)``, sums over
-    examples. Data, not code, so a record carries it and the leaderboard re-aggregates
-    bootstrap resamples without the metric's module.
-
-    AER (Och & Ney 2003) from per-sentence counts (|A∩S|, |A∩P|, |A|, |S|) is
-    1 − (Σ|A∩S| + Σ|A∩P|) / (Σ|A| + Σ|S|):
-
-    >>> import numpy as np
-    >>> aer = Aggregation(("a_s", "a_p", "a", "s"), (1, 1, 0, 0), (0, 0, 1, 1), 1.0, -1.0)
-    >>> float(aer(np.array([[1, 2, 2, 1], [0, 1, 2, 2]]).sum(axis=0)))  # 1 - 4/7
-    0.4285714285714286
-    """
-
-    stats: tuple[str, ...]
-    numerator: tuple[float, ...]
-    denominator: tuple[float, ...]
-    offset: float = 0.0
-    scale: float = 1.0
-
-    def __post_init__(self):
-        if not (len(self.stats) == len(self.numerator) == len(self.denominator) > 0):
-            raise ValueError("Aggregation: stats, numerator and denominator need one entry "
-                             "per statistic")
-
-    def __call__(self, sums):
-        """Value(s) from (..., K) summed statistics; NaN where the denominator is 0."""
-        import numpy as np
-
-        sums = np.asarray(sums, dtype=float)
-        num = sums @ np.asarray(self.numerator, dtype=float)
-        den = sums @ np.asarray(self.denominator, dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(den != 0, num / np.where(den != 0, den, 1.0), np.nan)
-        return self.offset + self.scale * ratio
-
-    def as_dict(self) -> dict:
-        return {"stats": list(self.stats), "numerator": list(self.numerator),
-                "denominator": list(self.denominator), "offset": self.offset,
-                "scale": self.scale}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Aggregation:
-        return cls(tuple(d["stats"]), tuple(d["numerator"]), tuple(d["denominator"]),
-                   float(d.get("offset", 0.0)), float(d.get("scale", 1.0)))
 
 
 @dataclass(frozen=True)

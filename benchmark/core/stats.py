@@ -15,6 +15,8 @@ the same interval and p-value. Streams: examples ``default_rng(seed)``, seed row
 ``default_rng([seed, 1])``, sign patterns ``default_rng([seed, 2])``.
 """
 
+from __future__ import annotations
+
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -70,6 +72,53 @@ class SeedEstimate:
         d = asdict(self)
         d["seed_means"] = list(self.seed_means)
         return d
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """How a corpus-level metric turns per-example sufficient statistics into one value:
+    ``offset + scale * (numerator · Σ stats) / (denominator · Σ stats)``, sums over
+    examples. Data, not code, so a record carries it and the leaderboard re-aggregates
+    bootstrap resamples without the metric's module.
+
+    AER (Och & Ney 2003) from per-sentence counts (|A∩S|, |A∩P|, |A|, |S|) is
+    1 − (Σ|A∩S| + Σ|A∩P|) / (Σ|A| + Σ|S|):
+
+    >>> import numpy as np
+    >>> aer = Aggregation(("a_s", "a_p", "a", "s"), (1, 1, 0, 0), (0, 0, 1, 1), 1.0, -1.0)
+    >>> float(aer(np.array([[1, 2, 2, 1], [0, 1, 2, 2]]).sum(axis=0)))  # 1 - 4/7
+    0.4285714285714286
+    """
+
+    stats: tuple[str, ...]
+    numerator: tuple[float, ...]
+    denominator: tuple[float, ...]
+    offset: float = 0.0
+    scale: float = 1.0
+
+    def __post_init__(self):
+        if not (len(self.stats) == len(self.numerator) == len(self.denominator) > 0):
+            raise ValueError("Aggregation: stats, numerator and denominator need one entry "
+                             "per statistic")
+
+    def __call__(self, sums):
+        """Value(s) from (..., K) summed statistics; NaN where the denominator is 0."""
+        sums = np.asarray(sums, dtype=float)
+        num = sums @ np.asarray(self.numerator, dtype=float)
+        den = sums @ np.asarray(self.denominator, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(den != 0, num / np.where(den != 0, den, 1.0), np.nan)
+        return self.offset + self.scale * ratio
+
+    def as_dict(self) -> dict:
+        return {"stats": list(self.stats), "numerator": list(self.numerator),
+                "denominator": list(self.denominator), "offset": self.offset,
+                "scale": self.scale}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Aggregation:
+        return cls(tuple(d["stats"]), tuple(d["numerator"]), tuple(d["denominator"]),
+                   float(d.get("offset", 0.0)), float(d.get("scale", 1.0)))
 
 
 def settings_of(estimate: dict) -> dict:
@@ -302,7 +351,6 @@ def corpus_bootstrap(
     Two sentences with counts (|A∩S|, |A∩P|, |A|, |S|) = (1, 2, 2, 1) and (0, 1, 2, 2):
     AER = 1 - (1 + 0 + 2 + 1) / (2 + 2 + 1 + 2) = 3/7.
 
-    >>> from benchmark.core.api import Aggregation
     >>> aer = Aggregation(("a_s", "a_p", "a", "s"), (1, 1, 0, 0), (0, 0, 1, 1), 1.0, -1.0)
     >>> e = corpus_bootstrap([[1, 2, 2, 1], [0, 1, 2, 2]], aer)
     >>> round(e.mean, 6), e.n, e.n_seeds
@@ -368,7 +416,6 @@ def paired_corpus_test(
     budget. The CI of the difference is a two-level bootstrap (seeds, then examples,
     the same draws for a and b).
 
-    >>> from benchmark.core.api import Aggregation
     >>> ratio = Aggregation(("hit", "n"), (1, 0), (0, 1))
     >>> r = paired_corpus_test([[[1, 1]]], [[[0, 1]]], ratio)  # one example: p = 1
     >>> r.diff, r.p_value, r.test

@@ -1,0 +1,208 @@
+"""The Task protocol and the evaluation session: every registered task satisfies the
+protocol, the session does the setup once for the runner and every verb, planned
+units keep the schema-1 keys, transformed training data get their own model, and a
+metric that retrains is handed what it needs through one typed input."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+import metrics as metric_registry
+import tasks as task_registry
+from benchmark import plan, verbs
+from benchmark.core.api import (
+    CLASSIFICATION,
+    Example,
+    MetricOutput,
+    MetricSpec,
+    PreparedTask,
+    Task,
+    TaskOptions,
+    TrainingInput,
+)
+from benchmark.core.cache import content_hash
+from benchmark.core.records import read_jsonl, read_results
+from benchmark.core.vocab import UNK
+from benchmark.plan import RunConfig
+from benchmark.runner import run
+from benchmark.session import EvaluationSession, open_session
+from tasks.synthetic import TASK as SYNTHETIC
+
+FAST = dict(limit=24, batch_size=8, progress=False)
+
+
+@pytest.mark.parametrize("name", task_registry.REGISTRY.names())
+def test_every_registered_task_is_a_task(name):
+    assert isinstance(task_registry.get_task(name), Task)
+
+
+def test_a_prepared_classification_task_is_a_prepared_task(synthetic_ready):
+    assert isinstance(synthetic_ready, PreparedTask)
+    assert synthetic_ready.n_outputs == 2
+
+
+def test_the_default_split_is_chosen_once(synthetic_ready):
+    spec = synthetic_ready.spec
+    assert spec.split(None) == spec.eval_split == "test" and spec.split("validation") == "validation"
+    session = EvaluationSession(synthetic_ready, RunConfig(limit=5), seed=0)
+    assert session.split == "test"
+    assert [e.id for e in session.examples] == [e.id for e in synthetic_ready.splits["test"][:5]]
+    with pytest.raises(TypeError):
+        synthetic_ready.examples()  # no hidden default below the session
+
+
+def test_session_computes_base_probs_and_targets_once(synthetic_ready):
+    session = EvaluationSession(synthetic_ready, RunConfig(limit=10, progress=False), seed=0)
+    probs = session.base_probs
+    assert session.base_probs is probs and session.perturber.rows_requested == 10
+    with torch.no_grad():
+        batch, _, _ = synthetic_ready.collate(session.examples)
+        expected = torch.softmax(synthetic_ready.model.logits(batch), -1)
+    assert torch.allclose(probs, expected, atol=1e-6)
+    assert torch.equal(session.targets, expected.argmax(-1))
+    session.targets = [1 - int(t) for t in session.targets]  # a user's explicit targets
+    assert torch.equal(session.targets, 1 - expected.argmax(-1))
+
+
+def test_every_verb_prepares_the_model_once(tmp_path, synthetic_ready, monkeypatch):
+    """explain, score, predict and agreement each open one session: one prepare call."""
+    calls = []
+    real = type(SYNTHETIC).prepare
+
+    def counted(self, options, *, progress=True):
+        calls.append(options)
+        return real(self, options, progress=progress)
+
+    monkeypatch.setattr(type(SYNTHETIC), "prepare", counted)
+    config = RunConfig(out=str(tmp_path), explainers=("random", "gradient"), **FAST)
+    exp = tmp_path / "e.jsonl"
+    verbs.explain_to_file("synthetic", "gradient", str(exp), config)
+    verbs.score_file("synthetic", str(exp), dataclasses.replace(config, metrics=("flip_rate",)))
+    tokens = tmp_path / "t.jsonl"
+    tokens.write_text('{"id": "x", "tokens": ["great", "film"]}\n')
+    verbs.predict("synthetic", str(tokens), config)
+    verbs.agreement("synthetic", config)
+    assert len(calls) == 4
+
+
+def test_units_keep_the_schema_1_key(synthetic_ready):
+    config = RunConfig(limit=7)
+    [unit] = plan.units(config, "synthetic", 0, "abc", "test", ["e@1"], ["m@1"])
+    assert unit == plan.Unit("synthetic", 0, "e@1", "m@1", "test", 7, unit.key)
+    assert unit.key == content_hash({"checkpoint": "abc", "explainer": "e@1", "metric": "m@1",
+                                     "split": "test", "limit": 7})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        unit.key = "x"
+    assert plan.models(RunConfig(tasks=("a", "b"), seeds=(0, 1))) == [
+        ("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+
+
+class MaskTop1:
+    """Replaces each listed example's top token (by id -> position) with <unk>."""
+
+    def __init__(self, positions: dict[str, int], key: str):
+        self.positions, self.key = positions, key
+
+    def apply(self, split, examples):
+        out = []
+        for e in examples:
+            tokens = list(e.tokens)
+            if e.id in self.positions:
+                tokens[self.positions[e.id]] = UNK
+            out.append(dataclasses.replace(e, tokens=tuple(tokens)))
+        return out
+
+
+def _top1(examples: list[Example], scores) -> dict[str, int]:
+    return {e.id: max(range(len(s)), key=lambda i: (s[i], -i)) for e, s in zip(examples, scores)}
+
+
+class RetrainTop1:
+    """A one-ratio ROAR: mask every example's top-1 token on all splits, retrain, and
+    score the retrained model's correctness on the masked evaluation examples."""
+
+    spec = MetricSpec(name="retrain_top1", version="1", direction="lower",
+                      kinds=frozenset({CLASSIFICATION}), needs_training=True)
+
+    def __init__(self):
+        self.seen: list[TrainingInput] = []
+
+    def evaluate(self, inp: TrainingInput) -> MetricOutput:
+        self.seen.append(inp)
+        positions = _top1(inp.session.examples, inp.scores)
+        for split in ("train", "validation"):
+            other = inp.session.on_split(split)
+            positions.update(_top1(other.examples, other.explain(inp.explainer).scores))
+        transform = MaskTop1(positions, content_hash(
+            {"checkpoint": inp.session.prepared.checkpoint, "explainer": inp.explainer.spec.id,
+             "mask": "top1"}))
+        [retrained] = inp.executor.map(lambda seed: inp.trainer(transform, seed),
+                                       [inp.options.seed])
+        masked = retrained.examples(inp.session.split)[: len(inp.session.examples)]
+        right = []
+        with torch.no_grad():
+            for batch, labels, _ in retrained.batches(masked, 16):
+                right.append((retrained.model.logits(batch).argmax(-1) == labels).double())
+        return MetricOutput(torch.cat(right))
+
+
+def test_a_retraining_metric_gets_task_trainer_and_executor(tmp_path, monkeypatch, one_thread):
+    monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path / "cache"))
+    metric = RetrainTop1()
+    registry = metric_registry.REGISTRY
+    monkeypatch.setattr(registry, "_items", {**registry._items, "retrain_top1": metric})
+    config = RunConfig(out=str(tmp_path / "out"), explainers=("occlusion",),
+                       metrics=("retrain_top1",), train_limit=300, epochs=2, **FAST)
+    summary = run(config)
+    assert summary.exit_code == 0, summary.failures
+    [record] = read_results(tmp_path / "out" / "results.jsonl")
+    [inp] = metric.seen
+    assert inp.task is SYNTHETIC and inp.options.seed == 0 and len(inp.scores) == 24
+    # the retrained model: its own cache entry, trained on masked data
+    clean = SYNTHETIC.prepare(TaskOptions(train_limit=300, epochs=2), progress=False)
+    assert clean.loaded_from_cache and "transform" not in clean.config
+    # a clean model's key is the schema-1 formula: data + config, no transform field
+    assert clean.cache_key == content_hash({"data": clean.data_fingerprint, **clean.config})
+    transform = _transform_of(inp)
+    again = inp.trainer(transform, 0)
+    assert again.loaded_from_cache and again.cache_key != clean.cache_key
+    assert again.config["transform"] == transform.key
+    for a, b in zip(clean.splits["train"], again.splits["train"]):  # exactly the top token
+        expected = list(a.tokens)
+        expected[transform.positions[a.id]] = UNK
+        assert list(b.tokens) == expected
+    # the record's value is the retrained model's accuracy on the masked test examples,
+    # recounted here one example at a time
+    masked = again.examples("test")[:24]
+    with torch.no_grad():
+        right = [int(again.model.logits(again.collate([e])[0]).argmax()) == e.label
+                 for e in masked]
+    assert record.estimate["mean"] == pytest.approx(sum(right) / 24, abs=1e-12)
+    assert [r["value"] for r in read_jsonl(tmp_path / "out" / record.per_example_file)] == [
+        float(x) for x in right]
+
+
+def _transform_of(inp: TrainingInput) -> MaskTop1:
+    """The transform RetrainTop1 built for this input, rebuilt from the cached explanations."""
+    positions = _top1(inp.session.examples, inp.scores)
+    for split in ("train", "validation"):
+        other = inp.session.on_split(split)
+        positions.update(_top1(other.examples, other.explain(inp.explainer).scores))
+    return MaskTop1(positions, content_hash(
+        {"checkpoint": inp.session.prepared.checkpoint, "explainer": inp.explainer.spec.id,
+         "mask": "top1"}))
+
+
+def test_open_session_on_a_users_examples(synthetic_ready):
+    session = open_session("synthetic", RunConfig(progress=False))
+    rows = [{"id": "x", "tokens": ["great", "film"]}, {"id": "y", "tokens": ["awful"]}]
+    mine = session.on(session.prepared.examples_from_rows("file.jsonl", rows))
+    assert mine.from_file and mine.split is None and [e.id for e in mine.examples] == ["x", "y"]
+    assert mine.base_probs.shape == (2, 2)
+    from benchmark.core.errors import DataFileError
+
+    with pytest.raises(DataFileError, match="file.jsonl, line 2: field 'tokens'"):
+        session.prepared.examples_from_rows("file.jsonl", [rows[0], {"id": "z", "tokens": "no"}])
