@@ -90,7 +90,7 @@ class EvaluationSession:
 
     def __init__(self, prepared: PreparedTask, config: RunConfig, *, seed: int,
                  examples: list[Example] | None = None, task: Task | None = None,
-                 options: TaskOptions | None = None):
+                 options: TaskOptions | None = None, share: bool = True):
         self.prepared, self.config, self.seed = prepared, config, seed
         self.task, self.options = task, options
         self.spec = prepared.spec
@@ -98,7 +98,8 @@ class EvaluationSession:
         self.split = None if self.from_file else self.spec.split(config.split)
         self.limit = None if self.from_file else config.limit
         self.examples = examples if self.from_file else prepared.examples(self.split, self.limit)
-        self.perturber = Perturber(prepared.model, chunk_size=config.chunk_size)
+        # share=False forwards every requested variant (to measure what sharing saves)
+        self.perturber = Perturber(prepared.model, chunk_size=config.chunk_size, share=share)
         self._probs: torch.Tensor | None = None
         self._targets: torch.Tensor | None = None
 

@@ -206,3 +206,18 @@ def test_open_session_on_a_users_examples(synthetic_ready):
 
     with pytest.raises(DataFileError, match="file.jsonl, line 2: field 'tokens'"):
         session.prepared.examples_from_rows("file.jsonl", [rows[0], {"id": "z", "tokens": "no"}])
+
+
+def test_specs_take_their_lists_from_one_place():
+    from benchmark.core.api import TaskSpec
+    from benchmark.core.names import FAMILIES
+
+    with pytest.raises(ValueError, match="unknown family 'faithful' .*known: " + ", ".join(FAMILIES)):
+        MetricSpec(name="m", version="1", direction="higher", kinds=frozenset({CLASSIFICATION}),
+                   family="faithful")
+    with pytest.raises(ValueError, match="unknown direction 'up'"):
+        MetricSpec(name="m", version="1", direction="up", kinds=frozenset({CLASSIFICATION}))
+    with pytest.raises(ValueError, match="unknown kind 'regression'"):
+        MetricSpec(name="m", version="1", direction="higher", kinds=frozenset({"regression"}))
+    with pytest.raises(ValueError, match="task 't': unknown kind 'seq'"):
+        TaskSpec(name="t", version="1", kind="seq", dataset="x", eval_split="test", labels=())

@@ -19,7 +19,14 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 
 # Task kinds, re-exported for submitters (the lists live in benchmark.core.names).
-from benchmark.core.names import ALIGNMENT, CLASSIFICATION, PAIR_CLASSIFICATION  # noqa: F401
+from benchmark.core.names import (  # noqa: F401  (kinds re-exported for submitters)
+    ALIGNMENT,
+    CLASSIFICATION,
+    DIRECTIONS,
+    FAMILIES,
+    PAIR_CLASSIFICATION,
+    TASK_KINDS,
+)
 from benchmark.core.stats import Aggregation
 
 # Capabilities an explainer may require of the model surface.
@@ -169,6 +176,9 @@ class TaskSpec:
     has_reference: bool = False  # human or planted rationales exist
     params: tuple[tuple[str, Any], ...] = ()
 
+    def __post_init__(self):
+        _one_of("task", self.name, "kind", self.kind, TASK_KINDS)
+
     @property
     def id(self) -> str:
         return canonical_id(self.name, self.params, self.version)
@@ -283,12 +293,24 @@ class MetricSpec:
     aggregation: Aggregation | None = None
     needs_training: bool = False
 
+    def __post_init__(self):
+        _one_of("metric", self.name, "direction", self.direction, DIRECTIONS)
+        _one_of("metric", self.name, "family", self.family, FAMILIES)
+        for kind in sorted(self.kinds):
+            _one_of("metric", self.name, "kind", kind, TASK_KINDS)
+
     @property
     def id(self) -> str:
         return canonical_id(self.name, self.params, self.version)
 
     def param(self, key: str) -> Any:
         return dict(self.params)[key]
+
+
+def _one_of(what: str, name: str, field_: str, value: str, known: tuple[str, ...]) -> None:
+    """A spec names only values of the shared lists (``benchmark.core.names``)."""
+    if value not in known:
+        raise ValueError(f"{what} {name!r}: unknown {field_} {value!r} (known: {', '.join(known)})")
 
 
 @dataclass(frozen=True)
