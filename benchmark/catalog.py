@@ -6,6 +6,13 @@ import tasks as task_registry
 from benchmark.runner import resolve_explainer
 
 
+def level(spec) -> str:
+    """How a metric's value is formed: mean over examples, corpus aggregate, or by retraining."""
+    if spec.needs_training:
+        return "retraining"
+    return "corpus" if spec.aggregation is not None else "per example"
+
+
 def catalog() -> list[tuple[str, list, list[str]]]:
     """(title, rows, headers) for each of tasks, explainers, metrics."""
     task_rows = [(t.spec.name, t.spec.id, t.spec.kind, t.spec.dataset, t.spec.eval_split)
@@ -14,10 +21,10 @@ def catalog() -> list[tuple[str, list, list[str]]]:
     for name in submissions.REFERENCE:
         spec = resolve_explainer(name).spec
         explainer_rows.append((spec.name, spec.id, ", ".join(sorted(spec.requires)) or "-"))
-    metric_rows = [(m.spec.name, m.spec.id, m.spec.family, m.spec.direction)
+    metric_rows = [(m.spec.name, m.spec.id, m.spec.family, m.spec.direction, level(m.spec))
                    for _, m in metric_registry.REGISTRY.items()]
     return [
         ("tasks", task_rows, ["name", "id", "kind", "dataset", "eval split"]),
         ("explainers", explainer_rows, ["name", "id", "requires"]),
-        ("metrics", metric_rows, ["name", "id", "family", "better"]),
+        ("metrics", metric_rows, ["name", "id", "family", "better", "level"]),
     ]

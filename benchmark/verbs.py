@@ -14,7 +14,7 @@ from pathlib import Path
 import submissions
 from benchmark.core import stats
 from benchmark.core.cache import content_hash
-from benchmark.core.errors import DataFileError, PluginError
+from benchmark.core.errors import DataFileError, InputError, PluginError
 from benchmark.core.isolation import plugin_caller
 from benchmark.core.records import (
     AgreementRecord,
@@ -26,7 +26,7 @@ from benchmark.core.records import (
 from benchmark.core.validation import CheckResult, run_checks
 from benchmark.plan import RunConfig
 from benchmark.runner import RunSummary, metrics_for, record_failure, resolve_explainer, run
-from benchmark.session import open_session
+from benchmark.session import open_session, per_example_rows
 from metrics.agreement import agreement_matrix, check_k_frac
 
 
@@ -89,14 +89,18 @@ def score_file(task: str, explanations: str, config: RunConfig, per_example_out:
                            for r, d in zip(rows, default)]
     metrics = [m for m in metrics_for(session.spec, config.metrics)
                if config.metrics or not m.spec.needs_reference]
+    for m in metrics:
+        if m.spec.needs_reference and not session.has_references():
+            raise InputError(f"metric {m.spec.name} compares with reference rationales, which "
+                             f"the rows of {explanations} do not carry; it runs in `faithbench "
+                             "run` on tasks that have them")
     summary, per_example = [], []
     for metric in metrics:
         scored = session.score(metric, [r["scores"] for r in rows])
         est = session.estimate(metric, scored)
         summary.append({"metric": metric.spec.id, "direction": metric.spec.direction,
                         **est.as_dict(), **{k: int(v.sum()) for k, v in scored.flags.items()}})
-        per_example += [{"id": i, "metric": metric.spec.id, "value": float(v)}
-                        for i, v in zip(scored.ids, scored.values)]
+        per_example += [{"metric": metric.spec.id, **row} for row in per_example_rows(scored)]
     if per_example_out:
         write_jsonl_atomic(Path(per_example_out), per_example)
     return summary

@@ -221,3 +221,13 @@ def test_specs_take_their_lists_from_one_place():
         MetricSpec(name="m", version="1", direction="higher", kinds=frozenset({"regression"}))
     with pytest.raises(ValueError, match="task 't': unknown kind 'seq'"):
         TaskSpec(name="t", version="1", kind="seq", dataset="x", eval_split="test", labels=())
+
+
+def test_score_file_refuses_a_plausibility_metric_without_references(tmp_path, synthetic_ready):
+    from benchmark.core.errors import InputError
+
+    exp = tmp_path / "e.jsonl"
+    exp.write_text('{"id": "x", "tokens": ["great", "film"], "scores": [1.0, 0.0]}\n')
+    config = RunConfig(metrics=("token_f1_micro",), progress=False)
+    with pytest.raises(InputError, match="token_f1_micro compares with reference rationales"):
+        verbs.score_file("synthetic", str(exp), config)
