@@ -231,3 +231,31 @@ def test_score_file_refuses_a_plausibility_metric_without_references(tmp_path, s
     config = RunConfig(metrics=("token_f1_micro",), progress=False)
     with pytest.raises(InputError, match="token_f1_micro compares with reference rationales"):
         verbs.score_file("synthetic", str(exp), config)
+
+
+def test_reference_explainers_are_a_registry_with_did_you_mean():
+    import submissions
+    from benchmark.core.errors import FaithbenchError, PluginError, UnknownNameError
+    from benchmark.runner import resolve_explainer
+
+    assert submissions.REFERENCE == tuple(submissions.REGISTRY.names())
+    assert resolve_explainer("gradient") is submissions.get_explainer("gradient")
+    with pytest.raises(PluginError, match="did you mean 'gradient'"):
+        resolve_explainer("gradiant")
+    with pytest.raises(UnknownNameError, match="did you mean 'occlusion'"):
+        submissions.get_explainer("occlusoin")
+    with pytest.raises(FaithbenchError, match="already registered"):
+        submissions.REGISTRY.add("random", submissions.get_explainer("random"))
+
+
+def test_run_summary_counts_rows_requested_and_forwarded(tmp_path, synthetic_ready):
+    """Every unit's rows plus the base predictions (one row per example, once per model)."""
+    summary = run(RunConfig(out=str(tmp_path), explainers=("random", "occlusion"),
+                            metrics=("aopc_morf", "flip_rate", "comprehensiveness"), **FAST))
+    units = [r.timing for r in summary.results]
+    assert len(units) == 6
+    assert summary.rows_requested == sum(t["rows_requested"] for t in units) + 24
+    assert summary.rows_forwarded == sum(t["rows_forwarded"] for t in units) + 24
+    # flip_rate's variant is aopc_morf's k = 1: forwarded by aopc_morf, free afterwards
+    flip = [t for r, t in zip(summary.results, units) if r.metric.startswith("flip_rate")]
+    assert all(t["rows_requested"] == 24 and t["rows_forwarded"] == 0 for t in flip)
