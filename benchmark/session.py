@@ -33,6 +33,7 @@ from benchmark.core.api import (
     TaskOptions,
     TrainingInput,
 )
+from benchmark.core.errors import InputError
 from benchmark.core.executor import InProcessExecutor
 from benchmark.core.isolation import plugin_caller
 from benchmark.core.perturb import Perturber
@@ -72,17 +73,16 @@ def task_options(config: RunConfig, seed: int) -> TaskOptions:
                        variant=config.variant, epochs=config.epochs)
 
 
-def open_session(task_name: str, config: RunConfig, seed: int | None = None, *,
-                 examples: list[Example] | None = None) -> EvaluationSession:
+def open_session(task_name: str, config: RunConfig, seed: int | None = None
+                 ) -> EvaluationSession:
     """Prepare task ``task_name``'s model for ``seed`` (default: the first of
-    ``config.seeds``) and open a session on ``config.split`` / ``config.limit``, or on
-    the given ``examples`` (read from a user's file)."""
+    ``config.seeds``) and open a session on ``config.split`` / ``config.limit``
+    (``session.on(examples)`` moves it to a user's examples)."""
     seed = config.seeds[0] if seed is None else seed
     task = task_registry.get_task(task_name)
     options = task_options(config, seed)
     prepared = task.prepare(options, progress=config.progress)
-    return EvaluationSession(prepared, config, seed=seed, examples=examples, task=task,
-                             options=options)
+    return EvaluationSession(prepared, config, seed=seed, task=task, options=options)
 
 
 class EvaluationSession:
@@ -252,8 +252,8 @@ class EvaluationSession:
 
     def _score_training(self, metric, scores, explainer) -> Scored:
         if explainer is None or self.task is None:
-            raise ValueError(f"metric {metric.spec.name} retrains models: it needs the task "
-                             "and the explainer (open the session with open_session)")
+            raise InputError(f"metric {metric.spec.name} retrains models: it runs in "
+                             "`faithbench run`, which hands it the task and the explainer")
         out = metric.evaluate(TrainingInput(
             task=self.task, options=self.options, session=self, explainer=explainer,
             scores=[list(s) for s in scores], trainer=Trainer(self.task, self.options,
