@@ -283,8 +283,16 @@ def comparison_note(rows: list[dict]) -> str:
     values averaged over the shared model seeds (conditional on these checkpoints);
     p (Holm): Holm–Bonferroni over the 2 rows; better: named only where p (Holm) < 0.05
     and the CI of A − B excludes 0. CI of A − B: bootstrap over examples.
+    >>> print(comparison_note([{"test": "swap exact", "n_seeds": 2, "confidence": 0.95}]))
+    p: approximate randomization (exact): each shared example's statistics swapped between
+    A and B, the corpus values re-aggregated (conditional on these checkpoints); p (Holm):
+    Holm–Bonferroni over the 1 row; better: named only where p (Holm) < 0.05 and the CI of
+    A − B excludes 0. CI of A − B: two-level bootstrap over model seeds and examples
+    (several seeds).
     """
-    kinds = sorted({r["test"].removeprefix("sign-flip ") for r in rows})
+    flips = [r for r in rows if r["test"].startswith("sign-flip")]
+    swaps = [r for r in rows if r["test"].startswith("swap")]
+    kinds = sorted({r["test"].removeprefix("sign-flip ") for r in flips})
     alphas = sorted({round(1 - r["confidence"], 6) for r in rows})
     alpha = f"{alphas[0]:g}" if len(alphas) == 1 else "1 − CI level"
     methods = []
@@ -293,9 +301,17 @@ def comparison_note(rows: list[dict]) -> str:
     if any(r["n_seeds"] > 1 for r in rows):
         methods.append("two-level bootstrap over model seeds and examples (several seeds)")
     plural = "" if len(rows) == 1 else "s"
+    tests = []
+    if flips:
+        tests.append(f"paired two-sided sign-flip test ({', '.join(kinds)}) of mean(A − B) = 0 "
+                     "on the shared examples, values averaged over the shared model seeds")
+    if swaps:
+        swap_kinds = sorted({r["test"].removeprefix("swap ") for r in swaps})
+        tests.append(f"{'for corpus-level metrics, ' if flips else ''}approximate "
+                     f"randomization ({', '.join(swap_kinds)}): each shared example's statistics "
+                     "swapped between A and B, the corpus values re-aggregated")
     return (
-        f"p: paired two-sided sign-flip test ({', '.join(kinds)}) of mean(A − B) = 0 on the "
-        "shared examples, values averaged over the shared model seeds (conditional on these "
+        f"p: {'; '.join(tests)} (conditional on these "
         f"checkpoints); p (Holm): Holm–Bonferroni over the {len(rows)} row{plural}; better: named "
         f"only where p (Holm) < {alpha} and the CI of A − B excludes 0. CI of A − B: "
         f"{'; '.join(methods)}."
