@@ -102,6 +102,7 @@ class EvaluationSession:
         self.perturber = Perturber(prepared.model, chunk_size=config.chunk_size, share=share)
         self._probs: torch.Tensor | None = None
         self._targets: torch.Tensor | None = None
+        self._collated: dict[tuple[str, ...], list] = {}
 
     def on(self, examples: list[Example]) -> EvaluationSession:
         """A session of the same model on other examples (e.g. read from a user's file)."""
@@ -316,8 +317,13 @@ class EvaluationSession:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _batches(self, examples):
-        return self.prepared.batches(examples, self.config.batch_size)
+    def _batches(self, examples) -> list:
+        """Collated batches of ``examples``, built once per list of examples: every
+        metric and explainer call walks the same batches."""
+        key = tuple(e.id for e in examples)
+        if key not in self._collated:
+            self._collated[key] = list(self.prepared.batches(examples, self.config.batch_size))
+        return self._collated[key]
 
 
 def per_example_rows(scored: Scored) -> list[dict]:
@@ -364,9 +370,11 @@ def reference_rate(examples: Sequence) -> float | None:
 
 
 def _padded(rows: Sequence[Sequence[float]], shape) -> torch.Tensor:
+    """(B, T) float32 scores, row r's values at its first len(rows[r]) positions."""
     out = torch.zeros(shape, dtype=torch.float32)
-    for r, row in enumerate(rows):
-        out[r, : len(row)] = torch.tensor(row, dtype=torch.float32)
+    lengths = torch.tensor([len(r) for r in rows])
+    flat = torch.tensor([v for r in rows for v in r], dtype=torch.float32)
+    out[torch.arange(shape[1]).unsqueeze(0) < lengths.unsqueeze(1)] = flat
     return out
 
 

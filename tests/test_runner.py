@@ -115,8 +115,10 @@ def test_resume_after_kill_9(tmp_path, synthetic_ready):
     fresh = run(RunConfig(out=str(tmp_path / "fresh"), limit=40, batch_size=8, progress=False,
                           explainers=("occlusion", "integrated_gradients", "gradient")))
     by_key = {r.key: r.estimate["mean"] for r in fresh.results}
+    # equal to float32 rounding: the resumed engine's memory starts empty, so its
+    # variants share forward passes with other rows than the clean run's did
     for r in records:
-        assert r.estimate["mean"] == pytest.approx(by_key[r.key], abs=1e-9)
+        assert r.estimate["mean"] == pytest.approx(by_key[r.key], abs=1e-6)
 
 
 def test_explain_then_score_and_predict(tmp_path, synthetic_ready, capsys):

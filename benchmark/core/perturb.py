@@ -64,7 +64,7 @@ class Perturber:
                          pad_id=self.model.pad_id, mask_id=self.model.mask_id)
         self.rows_requested += n
         if not self.share:
-            return self._forward(variants)
+            return self._forward(variants, torch.arange(n))
         keys = variant_keys(variants)
         if len(self._slot) + n > self.max_cached:
             self._slot, self._store = {}, None
@@ -78,22 +78,25 @@ class Perturber:
                     new.append(i)
             slots.append(slot)
         if new:
-            probs = self._forward(variants.select(new))
+            probs = self._forward(variants, torch.tensor(new, dtype=torch.long))
             self._keep(probs, len(self._slot))
             self._slot.update(pending)  # only after the forward pass succeeded
         return self._store.index_select(0, torch.tensor(slots, dtype=torch.long))
 
-    def _forward(self, variants: Batch) -> torch.Tensor:
-        """(N, C) probabilities of already-erased rows, in chunks sorted by length."""
-        n = len(variants)
-        by_length = torch.sort(variants.mask.sum(dim=1), stable=True).indices
+    def _forward(self, variants: Batch, which: torch.Tensor) -> torch.Tensor:
+        """(len(which), C) probabilities of the already-erased rows ``which`` of
+        ``variants``, forwarded in chunks sorted by length."""
+        n = len(which)
+        by_length = which[torch.sort(variants.mask.sum(dim=1)[which], stable=True).indices]
+        position = torch.empty(len(variants), dtype=torch.long)
+        position[which] = torch.arange(n)
         out: torch.Tensor | None = None
         for start in range(0, n, self.chunk_size):
             idx = by_length[start : start + self.chunk_size]
             p = torch.softmax(self.model.logits(_trim(variants.select(idx))).float(), dim=-1)
             if out is None:
                 out = torch.empty(n, p.shape[1], device=p.device)
-            out[idx] = p
+            out[position[idx]] = p
             self.rows_forwarded += len(idx)
         return out
 
