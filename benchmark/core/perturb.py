@@ -112,13 +112,6 @@ class Perturber:
             self._store = grown
         self._store[first:need] = probs
 
-    def probs_of_keeps(self, batch: Batch, keeps: torch.Tensor, eraser: str | None = None):
-        """(B, V, C) for keeps (B, V, T): V variants of every row of the batch."""
-        b, v, t = keeps.shape
-        rows = torch.arange(b, device=keeps.device).repeat_interleave(v)
-        p = self.probs_of_variants(batch, rows, keeps.reshape(b * v, t), eraser)
-        return p.reshape(b, v, -1)
-
 
 def variant_keys(batch: Batch) -> list[bytes]:
     """One key per row: what the model sees of it (ids and segments under the mask,

@@ -374,9 +374,7 @@ def corpus_bootstrap(
     step = max(1, _CHUNK // max(n, 1))
     for s in range(0, n_resamples, step):
         m = min(step, n_resamples - s)
-        counts = _column_counts(rng, n, m)  # (m, N)
-        sums = np.einsum("mn,snk->msk", counts, v)  # (m, S, K)
-        agg = np.asarray(aggregation(sums), dtype=float)  # (m, S)
+        agg = _values(_column_counts(rng, n, m), v, aggregation)  # (m, S)
         if s_count > 1:
             rows = seed_rng.integers(0, s_count, size=(m, s_count))
             agg = np.take_along_axis(agg, rows, axis=1)
@@ -429,14 +427,7 @@ def paired_corpus_test(
                          "the same shape")
     _finite(a - b, "paired_corpus_test")
     s_count, n, _ = a.shape
-
-    def diff_of(wa, wb):  # (m, N) weights of a's and b's rows -> (m,) mean over seeds
-        va = np.asarray(aggregation(np.einsum("mn,snk->msk", wa, a)))
-        vb = np.asarray(aggregation(np.einsum("mn,snk->msk", wb, b)))
-        return (va - vb).mean(axis=1)
-
-    ones = np.ones((1, n))
-    observed = float(diff_of(ones, ones)[0])
+    observed = float(_swapped_diff(a, b, np.zeros((1, n)), aggregation)[0])
     count, drawn = 0, 0
     step = max(1, _CHUNK // max(n, 1))
     if 2**n <= n_resamples:
@@ -462,9 +453,7 @@ def paired_corpus_test(
     for s in range(0, n_resamples, step):
         m = min(step, n_resamples - s)
         counts = _column_counts(rng, n, m)
-        va = np.asarray(aggregation(np.einsum("mn,snk->msk", counts, a)))
-        vb = np.asarray(aggregation(np.einsum("mn,snk->msk", counts, b)))
-        d = va - vb  # (m, S)
+        d = _values(counts, a, aggregation) - _values(counts, b, aggregation)  # (m, S)
         if s_count > 1:
             d = np.take_along_axis(d, seed_rng.integers(0, s_count, size=(m, s_count)), axis=1)
         diffs[s : s + m] = np.nanmean(d, axis=1)
@@ -472,10 +461,20 @@ def paired_corpus_test(
     return PairedDifference(observed, float(lo), float(hi), min(float(p), 1.0), n, test)
 
 
+def _sums(weights, stats) -> np.ndarray:
+    """(m, S, K) sums of (S, N, K) ``stats`` over examples weighted by (m, N) ``weights``."""
+    return np.einsum("mn,snk->msk", weights, stats)
+
+
+def _values(weights, stats, aggregation) -> np.ndarray:
+    """(m, S) the aggregation of the weighted sums, per resample and seed."""
+    return np.asarray(aggregation(_sums(weights, stats)), dtype=float)
+
+
 def _swapped_diff(a, b, swap, aggregation) -> np.ndarray:
     """(m,) value(a') - value(b') averaged over seeds, where a' takes b's statistics on
     the examples ``swap`` (m, N) marks, and b' takes a's."""
     keep = 1.0 - swap
-    sa = np.einsum("mn,snk->msk", keep, a) + np.einsum("mn,snk->msk", swap, b)
-    sb = np.einsum("mn,snk->msk", keep, b) + np.einsum("mn,snk->msk", swap, a)
-    return (np.asarray(aggregation(sa)) - np.asarray(aggregation(sb))).mean(axis=1)
+    va = np.asarray(aggregation(_sums(keep, a) + _sums(swap, b)))
+    vb = np.asarray(aggregation(_sums(keep, b) + _sums(swap, a)))
+    return (va - vb).mean(axis=1)
