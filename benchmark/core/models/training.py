@@ -1,4 +1,5 @@
-"""Training with early stopping on validation accuracy; the best epoch's weights are kept.
+"""Training with early stopping on a validation score (a classifier's accuracy, a
+translation model's perplexity); the best epoch's weights are kept.
 
 Word dropout (Iyyer et al. 2015; here: a real token is replaced by the unknown word
 with probability ``word_dropout``) is what trains the ``<unk>`` embedding when every
@@ -71,6 +72,50 @@ def accuracy(model: nn.Module, batches: Iterable[tuple[Batch, torch.Tensor]]) ->
     return right / max(total, 1)
 
 
+@dataclass(frozen=True)
+class Objective:
+    """What training minimises and what early stopping maximises.
+
+    ``loss(model, batch, labels)`` -> (mean loss, number of items it averages);
+    ``score(model, val_batches)`` -> a validation figure, higher is better, recorded in
+    the history under ``name``.
+    """
+
+    loss: Callable
+    score: Callable
+    name: str
+
+
+def _classification_loss(model, batch, labels):
+    return nn.functional.cross_entropy(model.logits(batch), labels), len(labels)
+
+
+CLASSIFY = Objective(_classification_loss, accuracy, "val_accuracy")
+
+
+def _next_word_loss(model, batch, labels):
+    """Teacher forcing: labels (B, U) hold the word after each prefix step, -100 at padding."""
+    logits = model.teacher_forced_logits(batch)  # (B, U, V)
+    loss = nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+    return loss, int((labels != -100).sum())
+
+
+@torch.no_grad()
+def perplexity(model: nn.Module, batches: Iterable[tuple[Batch, torch.Tensor]]) -> float:
+    """exp(mean cross-entropy per reference target word), teacher-forced, in eval mode."""
+    model.eval()
+    total = count = 0.0
+    for batch, labels in batches:
+        logits = model.teacher_forced_logits(batch)
+        total += float(nn.functional.cross_entropy(
+            logits.flatten(0, 1), labels.flatten(), ignore_index=-100, reduction="sum"))
+        count += int((labels != -100).sum())
+    return float(np.exp(total / max(count, 1)))
+
+
+NEXT_WORD = Objective(_next_word_loss, lambda m, b: -perplexity(m, b), "val_neg_perplexity")
+
+
 def train(
     model: nn.Module,
     train_batches: Callable[[int], list[tuple[Batch, torch.Tensor]]],
@@ -80,41 +125,42 @@ def train(
     seed: int,
     desc: str = "train",
     progress: bool = True,
+    objective: Objective = CLASSIFY,
 ) -> tuple[float, list[dict]]:
     """Train in place; ``train_batches(epoch)`` gives that epoch's shuffled batches.
 
-    Returns the best validation accuracy and the per-epoch history. The model's
-    ``mask_id`` is the unknown-word id word dropout substitutes.
+    Returns the best validation score and the per-epoch history. The model's
+    ``mask_id`` is the unknown-word id word dropout substitutes (in ``batch.ids``).
     """
     seed_everything(seed)
     dropout_rng = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    loss_fn = nn.CrossEntropyLoss()
-    best_acc, best_state, bad, history = -1.0, None, 0, []
+    best, best_state, bad, history = -float("inf"), None, 0, []
     for epoch in range(config.epochs):
         model.train()
         batches = train_batches(epoch)
-        total = 0.0
+        total = seen = 0.0
         for batch, labels in tqdm(batches, desc=f"{desc} epoch {epoch + 1}", leave=False,
                                    disable=not progress):
             opt.zero_grad()
             batch = word_dropout(batch, config.word_dropout, model.mask_id, dropout_rng)
-            loss = loss_fn(model.logits(batch), labels)
+            loss, count = objective.loss(model, batch, labels)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), config.clip)
             opt.step()
-            total += float(loss.detach()) * len(labels)
-        acc = accuracy(model, val_batches)
-        history.append({"epoch": epoch + 1, "train_loss": total / sum(len(y) for _, y in batches),
-                        "val_accuracy": acc})
-        log.info("%s epoch %d: train loss %.4f, validation accuracy %.4f", desc, epoch + 1,
-                 history[-1]["train_loss"], acc)
-        if acc > best_acc:
-            best_acc, best_state, bad = acc, copy.deepcopy(model.state_dict()), 0
+            total += float(loss.detach()) * count
+            seen += count
+        score = objective.score(model, val_batches)
+        history.append({"epoch": epoch + 1, "train_loss": total / max(seen, 1),
+                        objective.name: score})
+        log.info("%s epoch %d: train loss %.4f, %s %.4f", desc, epoch + 1,
+                 history[-1]["train_loss"], objective.name, score)
+        if score > best:
+            best, best_state, bad = score, copy.deepcopy(model.state_dict()), 0
         else:
             bad += 1
             if bad >= config.patience:
                 break
     model.load_state_dict(best_state)
     model.eval()
-    return best_acc, history
+    return best, history
