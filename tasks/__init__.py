@@ -1,12 +1,13 @@
 """Tasks: one module per task; the registry is filled by explicit ``add`` calls."""
 
 from benchmark.core.registry import Registry
-from tasks import nli, sentiment, synthetic
+from tasks import alignment, nli, sentiment, synthetic
 
 REGISTRY = Registry("task")
 REGISTRY.add(synthetic.SPEC.name, synthetic.TASK)
 REGISTRY.add(sentiment.SPEC.name, sentiment.TASK)
 REGISTRY.add(nli.SPEC.name, nli.TASK)
+REGISTRY.add(alignment.SPEC.name, alignment.TASK)
 
 
 def get_task(name: str):

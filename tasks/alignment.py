@@ -1,0 +1,248 @@
+"""MT word alignment: a GRU encoder–decoder with Bahdanau attention, trained with
+teacher forcing on a parallel corpus, explained on gold-aligned sentence pairs.
+
+A row is one (gold sentence pair, target position t): the source sentence is what
+an explainer scores, the prefix is BOS plus the reference target words before t
+(teacher forcing), and the explained target is the reference word at t — not the
+model's own prediction. Its id is ``<sentence id>-<t>``.
+
+Data (``tasks.alignment_data``): ``DIR/<variant>/gold/{validation,test}.jsonl`` and
+``DIR/<variant>/parallel/train.jsonl`` (``--variant`` defaults to ``alignment``, the
+Hansards fr→en copy). The last ``HELD_OUT`` parallel pairs are never trained on: they
+give the validation perplexity that early stopping reads, and the BLEU of greedy
+decoding (sacrebleu, tokens as given) reported beside it.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sacrebleu
+import torch
+
+from benchmark.core.api import ALIGNMENT, Batch, Example, TaskOptions, TaskSpec
+from benchmark.core.cache import atomic_write, content_hash, weights_hash
+from benchmark.core.errors import DataFileError, InputError
+from benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
+from benchmark.core.models.training import (
+    NEXT_WORD,
+    TrainConfig,
+    perplexity,
+    seed_everything,
+    train,
+)
+from benchmark.core.vocab import Vocabulary, collate
+from tasks.alignment_data import read_gold, read_parallel
+from tasks.classification import checkpoint_path
+from tasks.data import resolve_data_dir
+
+log = logging.getLogger(__name__)
+
+BOS, EOS = "<s>", "</s>"
+HELD_OUT = 2000  # parallel pairs kept out of training: perplexity and BLEU
+DEFAULT_VARIANT = "alignment"
+
+SPEC = TaskSpec(
+    name="alignment",
+    version="1",
+    kind=ALIGNMENT,
+    dataset="local: DIR/<variant>/gold + DIR/<variant>/parallel (no hub copy)",
+    eval_split="test",
+    labels=(),
+    citation="Mihalcea & Pedersen (2003), HLT-NAACL word alignment shared task (gold: "
+             "Och & Ney 2000); Germann (2001), Aligned Hansards of the 36th Parliament",
+)
+
+
+@dataclass(frozen=True)
+class AlignmentTask:
+    spec: TaskSpec = SPEC
+    model_config: dict = field(default_factory=lambda: {
+        "embed_dim": 128, "hidden": 128, "attn_dim": 128, "dropout": 0.1})
+    train_config: TrainConfig = TrainConfig(epochs=6, patience=1, lr=2e-3, batch_size=64,
+                                            word_dropout=0.05)
+    min_freq: int = 2
+    held_out: int = HELD_OUT
+
+    def prepare(self, options: TaskOptions | None = None, *, progress: bool = True):
+        options = options or TaskOptions()
+        root = resolve_data_dir(options.data_dir)
+        if root is None:
+            raise InputError("task alignment has no hub copy: pass --data-dir DIR with "
+                             "DIR/alignment/{gold,parallel} (see README, Tasks)")
+        folder = Path(root) / (options.variant or DEFAULT_VARIANT)
+        gold, dropped = read_gold(folder / "gold")
+        corpus = read_parallel(folder / "parallel")
+        pairs = [(tuple(r["src"]), tuple(r["tgt"])) for r in corpus]
+        if len(pairs) <= self.held_out:
+            raise DataFileError(folder / "parallel" / "train.jsonl", None, None,
+                                f"{len(pairs)} pairs: need more than the {self.held_out} held out")
+        held, training = pairs[-self.held_out:], pairs[: -self.held_out]
+        if options.train_limit:
+            training = training[: options.train_limit]
+        src_vocab = Vocabulary.build((s for s, _ in training), self.min_freq)
+        tgt_counts = Vocabulary.build((t for _, t in training), self.min_freq).itos[2:]
+        tgt_vocab = Vocabulary([BOS, EOS, *tgt_counts])
+        mconf = Seq2SeqConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
+                              bos_id=tgt_vocab.stoi[BOS], **self.model_config)
+        tconf = self.train_config
+        if options.epochs:
+            tconf = TrainConfig(**{**tconf.as_dict(), "epochs": options.epochs})
+        fingerprint = content_hash({"train": training, "held_out": held,
+                                    "gold": {s: [(p.id, p.src, p.tgt) for p in rows]
+                                             for s, rows in sorted(gold.items())}})
+        config = {"task": self.spec.id, "variant": options.variant, "model": mconf.as_dict(),
+                  "train": tconf.as_dict(), "seed": options.seed, "min_freq": self.min_freq,
+                  "held_out": self.held_out}
+        key = content_hash({"data": fingerprint, **config})
+        seed_everything(options.seed)
+        model = AttentionSeq2Seq(mconf)
+        ready = ReadyAlignment(self.spec, gold, dropped, src_vocab, tgt_vocab, model, {}, "",
+                               key, fingerprint, config)
+        path = checkpoint_path(self.spec.name, key)
+        if path.exists():
+            saved = torch.load(path, map_location="cpu", weights_only=True)
+            model.load_state_dict(saved["state_dict"])
+            ready.accuracy, ready.history = saved["accuracy"], saved["history"]
+            ready.loaded_from_cache = True
+        else:
+            held_batches = [ready.teacher_forced(held[i : i + 256])
+                            for i in range(0, len(held), 256)]
+
+            def epoch_batches(epoch: int):
+                rows = list(training)
+                random.Random(options.seed * 1000 + epoch).shuffle(rows)
+                window = tconf.batch_size * 50  # length buckets inside shuffled windows
+                rows = [r for s in range(0, len(rows), window)
+                        for r in sorted(rows[s : s + window], key=lambda p: len(p[1]))]
+                out = [ready.teacher_forced(rows[i : i + tconf.batch_size])
+                       for i in range(0, len(rows), tconf.batch_size)]
+                random.Random(options.seed * 1000 + epoch + 1).shuffle(out)
+                return out
+
+            _, ready.history = train(model, epoch_batches, held_batches, tconf, seed=options.seed,
+                                     desc="train alignment", progress=progress,
+                                     objective=NEXT_WORD)
+            ready.accuracy = {"held_out_perplexity": perplexity(model, held_batches),
+                              "held_out_bleu": ready.bleu(held[:500])}
+            log.info("trained alignment: %s", ready.accuracy)
+            blob = {"state_dict": model.state_dict(), "accuracy": ready.accuracy,
+                    "history": ready.history, "config": config}
+            atomic_write(path, lambda tmp: torch.save(blob, tmp))
+        ready.checkpoint = weights_hash(model.state_dict())
+        model.eval()
+        return ready
+
+
+@dataclass
+class ReadyAlignment:
+    """The ``PreparedTask`` of the alignment task: gold pairs, vocabularies, the model."""
+
+    spec: TaskSpec
+    gold: dict
+    dropped_links: dict[str, int]
+    src_vocab: Vocabulary
+    tgt_vocab: Vocabulary
+    model: AttentionSeq2Seq
+    accuracy: dict[str, float]  # held-out perplexity and BLEU
+    checkpoint: str
+    cache_key: str
+    data_fingerprint: str
+    config: dict
+    history: list = field(default_factory=list)
+    loaded_from_cache: bool = False
+
+    @property
+    def n_outputs(self) -> int:
+        return len(self.tgt_vocab)
+
+    def examples(self, split: str, limit: int | None = None) -> list[Example]:
+        """One row per (sentence pair, target position) of the first ``limit`` pairs."""
+        if split not in self.gold:
+            raise InputError(f"task alignment has no split {split!r} (has: {', '.join(self.gold)})")
+        pairs = self.gold[split][:limit] if limit else self.gold[split]
+        return [self._row(f"{p.id}-{t}", p.src, p.tgt[:t], p.tgt[t], sentence=p.id, position=t)
+                for p in pairs for t in range(len(p.tgt))]
+
+    def _row(self, row_id, src, prefix, word, *, sentence, position) -> Example:
+        return Example(row_id, tuple(src), self.tgt_vocab.encode([word])[0],
+                       extras={"sentence": sentence, "position": position,
+                               "prefix": tuple(prefix), "target_word": word})
+
+    def batches(self, examples: Sequence[Example], batch_size: int
+                ) -> Iterator[tuple[Batch, torch.Tensor, None]]:
+        for start in range(0, len(examples), batch_size):
+            chunk = examples[start : start + batch_size]
+            batch = collate([self.src_vocab.encode(e.tokens) for e in chunk], [e.id for e in chunk])
+            prefix = collate([[self.model.bos_id, *self.tgt_vocab.encode(e.extras["prefix"])]
+                              for e in chunk], [e.id for e in chunk])
+            batch = batch.replace(prefix=prefix.ids, prefix_mask=prefix.mask)
+            yield batch, torch.tensor([e.label for e in chunk], dtype=torch.long), None
+
+    def targets(self, examples: Sequence[Example], base_probs: torch.Tensor) -> torch.Tensor:
+        """The reference next word of each row (teacher forcing), whatever the model predicts."""
+        return torch.tensor([e.label for e in examples], dtype=torch.long)
+
+    def examples_from_rows(self, path, rows: list[dict]) -> list[Example]:
+        """``{"id", "tokens" (source), "prefix" (target words before t), "target_word"}``."""
+        out = []
+        for line, row in enumerate(rows, start=1):
+            for name in ("id", "tokens", "prefix", "target_word"):
+                if name not in row:
+                    raise DataFileError(path, line, name, "missing field")
+            for name in ("tokens", "prefix"):
+                if not isinstance(row[name], list) or not all(isinstance(t, str) for t in row[name]):
+                    raise DataFileError(path, line, name, "expected a list of strings")
+            if not isinstance(row["target_word"], str):
+                raise DataFileError(path, line, "target_word", "expected a string")
+            out.append(self._row(str(row["id"]), row["tokens"], row["prefix"], row["target_word"],
+                                 sentence=str(row["id"]), position=len(row["prefix"])))
+        return out
+
+    def teacher_forced(self, pairs: Sequence[tuple[tuple[str, ...], tuple[str, ...]]]):
+        """(batch with prefix BOS + target, labels target + EOS, -100 at padding) for training."""
+        src = collate([self.src_vocab.encode(s) for s, _ in pairs], [str(i) for i in range(len(pairs))])
+        targets = [self.tgt_vocab.encode(t) + [self.tgt_vocab.stoi[EOS]] for _, t in pairs]
+        prefix = collate([[self.model.bos_id, *t[:-1]] for t in targets], src.example_ids)
+        labels = torch.full(prefix.ids.shape, -100, dtype=torch.long)
+        for i, t in enumerate(targets):
+            labels[i, : len(t)] = torch.tensor(t)
+        return src.replace(prefix=prefix.ids, prefix_mask=prefix.mask), labels
+
+    @torch.no_grad()
+    def translate(self, sources: Sequence[Sequence[str]], max_extra: int = 5) -> list[list[str]]:
+        """Greedy decoding, batched over sentences, up to 2 · n + ``max_extra`` words."""
+        self.model.eval()
+        eos = self.tgt_vocab.stoi[EOS]
+        out = []
+        for start in range(0, len(sources), 128):
+            chunk = sources[start : start + 128]
+            batch = collate([self.src_vocab.encode(s) for s in chunk], [str(i) for i in range(len(chunk))])
+            words = torch.full((len(chunk), 1), self.model.bos_id, dtype=torch.long)
+            cap = 2 * batch.lengths + max_extra  # per sentence, so batching changes nothing
+            done = torch.zeros(len(chunk), dtype=torch.bool)
+            for step_no in range(int(cap.max())):
+                step = batch.replace(prefix=words, prefix_mask=torch.ones_like(words, dtype=torch.bool))
+                nxt = self.model.logits(step).argmax(-1)
+                nxt = torch.where(done, eos, nxt)
+                words = torch.cat([words, nxt.unsqueeze(1)], dim=1)
+                done |= (nxt == eos) | (step_no + 1 >= cap)
+                if bool(done.all()):
+                    break
+            for row in words[:, 1:].tolist():
+                cut = row.index(eos) if eos in row else len(row)
+                out.append(self.tgt_vocab.decode(row[:cut]))
+        return out
+
+    def bleu(self, pairs) -> float:
+        """Corpus BLEU (sacrebleu, tokens as given) of greedy translations of ``pairs``."""
+        hyps = [" ".join(h) for h in self.translate([s for s, _ in pairs])]
+        refs = [" ".join(t) for _, t in pairs]
+        return float(sacrebleu.corpus_bleu(hyps, [refs], tokenize="none").score)
+
+
+TASK = AlignmentTask()

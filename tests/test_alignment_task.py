@@ -1,0 +1,86 @@
+"""The alignment task on the shared Hansards copy, in a tiny configuration: a cached
+teacher-forced model, rows of (sentence pair, target position) that explain the gold
+next word, every reference explainer through the plugin interface, greedy decoding."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+import submissions
+from benchmark.core.api import PreparedTask, TaskOptions
+from benchmark.plan import RunConfig
+from benchmark.session import EvaluationSession
+from tasks.alignment import BOS, TASK
+
+TINY = dataclasses.replace(TASK, model_config={"embed_dim": 32, "hidden": 32, "attn_dim": 32,
+                                               "dropout": 0.0}, held_out=300)
+
+
+@pytest.fixture(scope="module")
+def ready(shared_data, one_thread):
+    return TINY.prepare(TaskOptions(data_dir=str(shared_data), train_limit=3000, epochs=2),
+                        progress=False)
+
+
+def test_the_model_is_trained_cached_and_better_than_uniform(ready, shared_data):
+    assert isinstance(ready, PreparedTask) and ready.n_outputs == len(ready.tgt_vocab)
+    ppl = ready.accuracy["held_out_perplexity"]
+    assert ppl == pytest.approx(-max(h["val_neg_perplexity"] for h in ready.history), rel=1e-6)
+    assert ppl < len(ready.tgt_vocab) / 4  # a uniform guess has perplexity |V|
+    again = TINY.prepare(TaskOptions(data_dir=str(shared_data), train_limit=3000, epochs=2),
+                         progress=False)
+    assert again.loaded_from_cache and again.checkpoint == ready.checkpoint
+    assert again.accuracy == ready.accuracy
+
+
+def test_rows_explain_the_gold_next_word(ready, shared_data):
+    with open(shared_data / "alignment" / "gold" / "test.jsonl") as fh:
+        first = [json.loads(next(fh)) for _ in range(3)]
+    rows = ready.examples("test", 3)
+    assert len(rows) == sum(len(p["tgt"]) for p in first)
+    pair = first[2]
+    mine = [r for r in rows if r.extras["sentence"] == str(pair["id"])]
+    assert [r.extras["target_word"] for r in mine] == pair["tgt"]
+    batch, labels, _ = next(ready.batches(mine, len(mine)))
+    t = 3
+    assert batch.tokens_of(t) == ready.src_vocab.encode(pair["src"])
+    prefix = batch.prefix[t][batch.prefix_mask[t]].tolist()
+    assert prefix == [ready.tgt_vocab.stoi[BOS], *ready.tgt_vocab.encode(pair["tgt"][:t])]
+    targets = ready.targets(mine, torch.zeros(len(mine), ready.n_outputs))
+    assert targets.tolist() == labels.tolist() == ready.tgt_vocab.encode(pair["tgt"])
+
+
+@pytest.mark.parametrize("name", submissions.REFERENCE)
+def test_every_reference_explainer_scores_the_source_words(ready, name):
+    session = EvaluationSession(ready, RunConfig(limit=4, batch_size=16, progress=False,
+                                                 time_budget_s=None), seed=0)
+    explained = session.explain(submissions.get_explainer(name), cache=False)
+    assert len(explained.scores) == len(session.examples)
+    for example, scores in zip(session.examples, explained.scores):
+        assert len(scores) == len(example.tokens)
+        assert all(torch.isfinite(torch.tensor(scores)))
+    assert explained.targets == session.targets.tolist()
+    if name == "attention":  # the decoder's attention at step t sums to 1 over the source
+        assert all(sum(s) == pytest.approx(1.0, abs=1e-5) for s in explained.scores)
+
+
+def test_greedy_decoding_matches_one_step_at_a_time(ready):
+    source = ready.gold["test"][5].src
+    [batched] = ready.translate([source, ready.gold["test"][6].src])[:1]
+    words = [ready.model.bos_id]
+    from benchmark.core.vocab import collate
+
+    src = collate([ready.src_vocab.encode(source)], ["x"])
+    with torch.no_grad():
+        for _ in range(2 * len(source) + 5):
+            step = src.replace(prefix=torch.tensor([words]),
+                               prefix_mask=torch.ones(1, len(words), dtype=torch.bool))
+            nxt = int(ready.model.logits(step).argmax())
+            if nxt == ready.tgt_vocab.stoi["</s>"]:
+                break
+            words.append(nxt)
+    assert batched == ready.tgt_vocab.decode(words[1:])
