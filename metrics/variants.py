@@ -14,20 +14,28 @@ from __future__ import annotations
 import torch
 
 from benchmark.core import erasers
-from benchmark.core.api import CLASSIFICATION, PAIR_CLASSIFICATION, Batch, MetricInput, MetricSpec
+from benchmark.core.api import (
+    ALIGNMENT,
+    CLASSIFICATION,
+    PAIR_CLASSIFICATION,
+    Batch,
+    MetricInput,
+    MetricSpec,
+)
 from benchmark.core.errors import InputError
 from benchmark.core.ranking import least_k_mask, top_k_mask
 
 
 def faithfulness_spec(name: str, direction: str, params: tuple, citation: str,
                       version: str = "1") -> MetricSpec:
-    """The spec every erasure-based metric shares: both classification kinds, and the
+    """The spec every erasure-based metric shares: every task kind (on an alignment row
+    the source words are erased and the target is the reference next word), and the
     ``eraser`` and ``segment`` options after its own ``params``."""
     return MetricSpec(
         name=name,
         version=version,
         direction=direction,
-        kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}),
+        kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION, ALIGNMENT}),
         params=(*params, ("eraser", "delete"), ("segment", None)),
         citation=citation,
     )

@@ -84,3 +84,34 @@ def test_greedy_decoding_matches_one_step_at_a_time(ready):
                 break
             words.append(nxt)
     assert batched == ready.tgt_vocab.decode(words[1:])
+
+
+def test_erasure_metrics_on_rows_recomputed_by_hand(ready):
+    """aopc_morf and flip_rate on alignment rows: remove the top-k source words (ties
+    by position), keep the row's prefix, and read p(reference word) — recomputed here
+    one row and one k at a time."""
+    import metrics as metric_registry
+    from benchmark.core.vocab import collate
+
+    session = EvaluationSession(ready, RunConfig(limit=2, batch_size=8, progress=False,
+                                                 time_budget_s=None), seed=0)
+    scores = session.explain(submissions.get_explainer("gradient_x_input"), cache=False).scores
+    aopc = session.score(metric_registry.get_metric("aopc_morf"), scores).values
+    flips = session.score(metric_registry.get_metric("flip_rate"), scores).values
+    for r, example in enumerate(session.examples):
+        batch, _, _ = next(ready.batches([example], 1))
+        src = ready.src_vocab.encode(example.tokens)
+        order = sorted(range(len(src)), key=lambda i: (-scores[r][i], i))
+
+        def probs(removed):
+            kept = [w for i, w in enumerate(src) if i not in removed]
+            row = collate([kept], ["x"]) if kept else collate([[]], ["x"])
+            step = row.replace(prefix=batch.prefix, prefix_mask=batch.prefix_mask)
+            with torch.no_grad():
+                return torch.softmax(ready.model.logits(step).float(), -1)[0].double()
+
+        base, target = probs(set()), example.label
+        drops = [float(base[target] - probs(set(order[:k]))[target])
+                 for k in range(1, min(10, len(src)) + 1)]
+        assert aopc[r] == pytest.approx(sum(drops) / len(drops), abs=1e-5)
+        assert flips[r] == float(int(probs({order[0]}).argmax()) != int(base.argmax()))
