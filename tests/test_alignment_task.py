@@ -103,7 +103,7 @@ def test_erasure_metrics_on_rows_recomputed_by_hand(ready):
         src = ready.src_vocab.encode(example.tokens)
         order = sorted(range(len(src)), key=lambda i: (-scores[r][i], i))
 
-        def probs(removed):
+        def probs(removed, src=src, batch=batch):
             kept = [w for i, w in enumerate(src) if i not in removed]
             row = collate([kept], ["x"]) if kept else collate([[]], ["x"])
             step = row.replace(prefix=batch.prefix, prefix_mask=batch.prefix_mask)
