@@ -244,12 +244,16 @@ class EvaluationSession:
             bar.update(len(batch))
         bar.close()
         _check_stats(metric, stats, len(values))
-        return Scored(
+        scored = Scored(
             ids=[e.id for e in examples],
             values=np.concatenate(values) if values else np.empty(0),
             flags={k: np.concatenate(v) for k, v in flags.items()},
             stats=np.concatenate(stats) if stats else None,
         )
+        if metric.spec.aggregation is None:
+            return scored
+        return _by_group(scored, [self.prepared.group_of(e) for e in examples],
+                         metric.spec.aggregation)
 
     def _score_training(self, metric, scores, explainer) -> Scored:
         if explainer is None or self.task is None:
@@ -355,6 +359,26 @@ class Trainer:
         options = replace(self.options, transform=transform,
                           seed=self.options.seed if seed is None else seed)
         return self.task.prepare(options, progress=self.progress)
+
+
+def _by_group(scored: Scored, groups: list[str], aggregation) -> Scored:
+    """A corpus-level metric's statistics summed per group (e.g. the rows of one
+    sentence pair), in order of first appearance: the group is what the bootstrap and
+    ``compare`` resample; its value is the aggregation of its own sums; flags count."""
+    if groups == scored.ids:
+        return scored
+    order = list(dict.fromkeys(groups))
+    position = {g: i for i, g in enumerate(order)}
+    index = np.array([position[g] for g in groups])
+    stats = np.zeros((len(order), scored.stats.shape[1]))
+    np.add.at(stats, index, scored.stats)
+    flags = {}
+    for name, flag in scored.flags.items():
+        flags[name] = np.zeros(len(order))
+        np.add.at(flags[name], index, flag.astype(float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = np.asarray(aggregation(stats), dtype=float)
+    return Scored(ids=order, values=values, flags=flags, stats=stats)
 
 
 def with_reference(examples: Sequence) -> list[int]:

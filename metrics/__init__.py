@@ -15,6 +15,7 @@ from benchmark.core.api import SimpleMetric
 from benchmark.core.errors import InputError, UnknownNameError
 from benchmark.core.names import TASK_KINDS
 from benchmark.core.registry import Registry
+from metrics.alignment import AER_METRIC, PRECISION_METRIC, RECALL_METRIC
 from metrics.erasure import AOPC_LERF, AOPC_MORF
 from metrics.flip import FLIP_FRACTION, FLIP_RATE
 from metrics.plausibility import AUPRC, AVERAGE_PRECISION, R_PRECISION, TOKEN_F1, TOKEN_F1_MICRO
@@ -34,6 +35,9 @@ REGISTRY.add(TOKEN_F1.spec.name, TOKEN_F1)
 REGISTRY.add(AUPRC.spec.name, AUPRC)
 REGISTRY.add(TOKEN_F1_MICRO.spec.name, TOKEN_F1_MICRO)
 REGISTRY.add(SEGMENT_SHARE.spec.name, SEGMENT_SHARE)
+REGISTRY.add(AER_METRIC.spec.name, AER_METRIC)
+REGISTRY.add(PRECISION_METRIC.spec.name, PRECISION_METRIC)
+REGISTRY.add(RECALL_METRIC.spec.name, RECALL_METRIC)
 
 
 def get_metric(name: str) -> SimpleMetric:

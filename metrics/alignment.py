@@ -44,13 +44,22 @@ from __future__ import annotations
 
 import torch
 
-from benchmark.core.api import Aggregation
+from benchmark.core.api import (
+    ALIGNMENT,
+    Aggregation,
+    MetricInput,
+    MetricOutput,
+    MetricSpec,
+    SimpleMetric,
+)
+from benchmark.core.errors import InputError
 
 Link = tuple[int, int]
 STATS = ("a_and_sure", "a_and_possible", "predicted", "sure")
 AER = Aggregation(STATS, (1, 1, 0, 0), (0, 0, 1, 1), offset=1.0, scale=-1.0)
 PRECISION = Aggregation(STATS, (0, 1, 0, 0), (0, 0, 1, 0))
 RECALL = Aggregation(STATS, (1, 0, 0, 0), (0, 0, 0, 1))
+LINKS = ("argmax", "threshold")
 CITATION = ("Och & Ney (2003). A systematic comparison of various statistical alignment "
             "models. Computational Linguistics 29(1):19-51.")
 
@@ -61,6 +70,30 @@ def link_counts(predicted, sure, possible) -> tuple[int, int, int, int]:
     return len(a & s), len(a & p), len(a), len(s)
 
 
+def chosen(scores: torch.Tensor, mask: torch.Tensor, links: str = "argmax",
+           fraction: float | None = None) -> torch.Tensor:
+    """(N, S) bool: the source words each of N target words links to, from its (N, S)
+    scores over the real source words ``mask``. ``argmax``: the highest-scoring one
+    (ties to the earlier position); ``threshold``: every one scoring at least
+    ``fraction`` of the row's maximum, none where that maximum is ≤ 0."""
+    scores = scores.double().masked_fill(~mask, float("-inf"))
+    if links == "argmax":
+        pick = torch.zeros_like(mask)
+        if scores.shape[1]:
+            pick[torch.arange(len(scores)), scores.argmax(dim=1)] = True  # first maximum
+        return pick & mask
+    if links == "threshold":
+        if fraction is None or not 0 < fraction <= 1:
+            raise InputError(f"threshold fraction must be in (0, 1], got {fraction!r}")
+        top = scores.max(dim=1, keepdim=True).values
+        return (scores >= fraction * top) & (top > 0) & mask
+    raise InputError(f"unknown links {links!r}; choose one of {', '.join(LINKS)}")
+
+
+def _as_links(pick: torch.Tensor) -> set[Link]:
+    return {(int(i), int(j)) for j, i in pick.nonzero().tolist()}
+
+
 def argmax_links(scores: torch.Tensor) -> set[Link]:
     """One link per target word j to its highest-scoring source word i; ``scores`` is
     (T, S). Ties go to the earliest source position.
@@ -68,10 +101,7 @@ def argmax_links(scores: torch.Tensor) -> set[Link]:
     >>> sorted(argmax_links(torch.tensor([[0.1, 0.9, 0.9], [0.5, 0.2, 0.1]])))
     [(0, 1), (1, 0)]
     """
-    if scores.numel() == 0:
-        return set()
-    best = scores.argmax(dim=1)  # torch.argmax returns the first maximal index
-    return {(int(i), j) for j, i in enumerate(best.tolist())}
+    return _as_links(chosen(scores, torch.ones_like(scores, dtype=torch.bool)))
 
 
 def threshold_links(scores: torch.Tensor, fraction: float) -> set[Link]:
@@ -80,11 +110,26 @@ def threshold_links(scores: torch.Tensor, fraction: float) -> set[Link]:
     >>> sorted(threshold_links(torch.tensor([[0.2, 1.0, 0.6], [-1.0, -0.5, -0.2]]), 0.5))
     [(1, 0), (2, 0)]
     """
-    if not 0 < fraction <= 1:
-        raise ValueError(f"threshold fraction must be in (0, 1], got {fraction!r}")
-    top = scores.max(dim=1, keepdim=True).values
-    keep = (scores >= fraction * top) & (top > 0)
-    return {(int(i), int(j)) for j, i in keep.nonzero().tolist()}
+    mask = torch.ones_like(scores, dtype=torch.bool)
+    return _as_links(chosen(scores, mask, "threshold", fraction))
+
+
+def alignment_counts(inp: MetricInput, *, links: str, fraction: float | None) -> MetricOutput:
+    """Per alignment row (one target word): its links read off the scores, and the
+    counts (|A∩S|, |A∩P|, |A|, |S|) against the row's gold grades; the session sums
+    them per sentence pair (``group_of``) before aggregating."""
+    if inp.reference is None:
+        raise InputError("alignment metrics need gold links: rows of examples "
+                         f"{', '.join(inp.batch.example_ids[:5])} carry none")
+    mask = inp.batch.mask
+    pick = chosen(inp.scores, mask, links, fraction)
+    sure = (inp.reference == 2) & mask
+    possible = (inp.reference >= 1) & mask
+    stats = torch.stack([(pick & sure).sum(1), (pick & possible).sum(1), pick.sum(1),
+                         sure.sum(1)], dim=1).double()
+    with torch.no_grad():
+        values = torch.as_tensor(AER(stats.numpy()), dtype=torch.float64)
+    return MetricOutput(values, stats=stats)
 
 
 def diagonal_links(n_src: int, n_tgt: int) -> set[Link]:
@@ -149,3 +194,19 @@ def grow_diag_final(forward, reverse, n_src: int, n_tgt: int) -> set[Link]:
                         i not in src_done or j not in tgt_done):
                     add((i, j))
     return links
+
+
+def _spec(name: str, direction: str, aggregation: Aggregation) -> MetricSpec:
+    # plausibility: agreement with human gold links; every row counts (an unaligned
+    # target word still adds its predicted link to |A|), so no row is skipped
+    return MetricSpec(name=name, version="1", direction=direction,
+                      kinds=frozenset({ALIGNMENT}),
+                      params=(("links", "argmax"), ("fraction", None)),
+                      family="plausibility", citation=CITATION, aggregation=aggregation)
+
+
+AER_METRIC = SimpleMetric(spec=_spec("aer", "lower", AER), fn=alignment_counts)
+PRECISION_METRIC = SimpleMetric(spec=_spec("alignment_precision", "higher", PRECISION),
+                                fn=alignment_counts)
+RECALL_METRIC = SimpleMetric(spec=_spec("alignment_recall", "higher", RECALL),
+                             fn=alignment_counts)

@@ -165,23 +165,36 @@ class ReadyAlignment:
         if split not in self.gold:
             raise InputError(f"task alignment has no split {split!r} (has: {', '.join(self.gold)})")
         pairs = self.gold[split][:limit] if limit else self.gold[split]
-        return [self._row(f"{p.id}-{t}", p.src, p.tgt[:t], p.tgt[t], sentence=p.id, position=t)
+        return [self._row(f"{p.id}-{t}", p.src, p.tgt[:t], p.tgt[t], sentence=p.id, position=t,
+                          gold=_grades(p, t))
                 for p in pairs for t in range(len(p.tgt))]
 
-    def _row(self, row_id, src, prefix, word, *, sentence, position) -> Example:
-        return Example(row_id, tuple(src), self.tgt_vocab.encode([word])[0],
+    def _row(self, row_id, src, prefix, word, *, sentence, position, gold=None) -> Example:
+        """``reference``: per source word, 2 = sure link to this target word, 1 = possible
+        only, 0 = none (None for a user's row without gold)."""
+        return Example(row_id, tuple(src), self.tgt_vocab.encode([word])[0], reference=gold,
                        extras={"sentence": sentence, "position": position,
                                "prefix": tuple(prefix), "target_word": word})
 
+    def group_of(self, example: Example) -> str:
+        """Rows of one sentence pair form one unit of a corpus-level statistic (AER's
+        bootstrap resamples sentences)."""
+        return example.extras["sentence"]
+
     def batches(self, examples: Sequence[Example], batch_size: int
-                ) -> Iterator[tuple[Batch, torch.Tensor, None]]:
+                ) -> Iterator[tuple[Batch, torch.Tensor, torch.Tensor | None]]:
         for start in range(0, len(examples), batch_size):
             chunk = examples[start : start + batch_size]
             batch = collate([self.src_vocab.encode(e.tokens) for e in chunk], [e.id for e in chunk])
             prefix = collate([[self.model.bos_id, *self.tgt_vocab.encode(e.extras["prefix"])]
                               for e in chunk], [e.id for e in chunk])
             batch = batch.replace(prefix=prefix.ids, prefix_mask=prefix.mask)
-            yield batch, torch.tensor([e.label for e in chunk], dtype=torch.long), None
+            reference = None
+            if all(e.reference is not None for e in chunk):
+                reference = torch.zeros(batch.ids.shape, dtype=torch.int8)
+                for i, e in enumerate(chunk):
+                    reference[i, : len(e.reference)] = torch.tensor(e.reference, dtype=torch.int8)
+            yield batch, torch.tensor([e.label for e in chunk], dtype=torch.long), reference
 
     def targets(self, examples: Sequence[Example], base_probs: torch.Tensor) -> torch.Tensor:
         """The reference next word of each row (teacher forcing), whatever the model predicts."""
@@ -243,6 +256,12 @@ class ReadyAlignment:
         hyps = [" ".join(h) for h in self.translate([s for s, _ in pairs])]
         refs = [" ".join(t) for _, t in pairs]
         return float(sacrebleu.corpus_bleu(hyps, [refs], tokenize="none").score)
+
+
+def _grades(pair, t: int) -> tuple[int, ...]:
+    """Gold of target word t over the source words: 2 sure, 1 possible only, 0 none."""
+    return tuple(2 if (i, t) in pair.sure else 1 if (i, t) in pair.possible else 0
+                 for i in range(len(pair.src)))
 
 
 TASK = AlignmentTask()

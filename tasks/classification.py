@@ -57,6 +57,10 @@ class ReadyTask:
         rows = self.splits[split]
         return rows[:limit] if limit else rows
 
+    def group_of(self, example: Example) -> str:
+        """Each example is its own unit of a corpus-level statistic."""
+        return example.id
+
     def targets(self, examples: Sequence[Example], base_probs: torch.Tensor) -> torch.Tensor:
         """A classifier explains its predicted class (ERASER's convention)."""
         return base_probs.argmax(dim=-1)

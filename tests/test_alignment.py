@@ -128,7 +128,7 @@ def test_links_from_scores():
     assert threshold_links(scores, 0.1) == {(1, 0), (2, 0), (0, 0), (0, 1), (2, 1)}
     assert threshold_links(torch.zeros(2, 3), 0.5) == set()  # no positive evidence, no link
     assert argmax_links(torch.empty(0, 3)) == set()
-    with pytest.raises(ValueError, match=r"in \(0, 1\]"):
+    with pytest.raises(InputError, match=r"in \(0, 1\]"):
         threshold_links(scores, 0.0)
 
 

@@ -115,3 +115,37 @@ def test_erasure_metrics_on_rows_recomputed_by_hand(ready):
                  for k in range(1, min(10, len(src)) + 1)]
         assert aopc[r] == pytest.approx(sum(drops) / len(drops), abs=1e-5)
         assert flips[r] == float(int(probs({order[0]}).argmax()) != int(base.argmax()))
+
+
+@pytest.mark.parametrize("links", ["argmax", "threshold"])
+def test_aer_sums_rows_per_sentence_and_matches_set_counts(ready, links):
+    """Per sentence: the rows' scores form a (T, S) matrix; links read off it and counted
+    against the gold with plain sets give the session's per-sentence statistics; the
+    record's value is 1 − (Σ|A∩S| + Σ|A∩P|) / (Σ|A| + Σ|S|) over the 4 sentences."""
+    import metrics as metric_registry
+    from metrics.alignment import argmax_links, link_counts, threshold_links
+
+    session = EvaluationSession(ready, RunConfig(limit=4, batch_size=7, progress=False,
+                                                 time_budget_s=None), seed=0)
+    scores = session.explain(submissions.get_explainer("attention"), cache=False).scores
+    name = "aer" if links == "argmax" else "aer[links=threshold;fraction=0.5]"
+    metric = metric_registry.resolve(name)
+    scored = session.score(metric, scores)
+    pairs = ready.gold["test"][:4]
+    assert scored.ids == [p.id for p in pairs]
+    totals = [0, 0, 0, 0]
+    for k, pair in enumerate(pairs):
+        matrix = torch.tensor([s for e, s in zip(session.examples, scores)
+                               if e.extras["sentence"] == pair.id])
+        found = argmax_links(matrix) if links == "argmax" else threshold_links(matrix, 0.5)
+        counts = link_counts(found, pair.sure, pair.possible)
+        assert scored.stats[k].tolist() == list(counts)
+        totals = [a + b for a, b in zip(totals, counts)]
+    est = session.estimate(metric, scored)
+    assert est.n == 4
+    assert est.mean == pytest.approx(1 - (totals[0] + totals[1]) / (totals[2] + totals[3]))
+    precision = session.estimate(metric_registry.get_metric("alignment_precision"),
+                                 session.score(metric_registry.get_metric("alignment_precision"),
+                                               scores))
+    if links == "argmax":
+        assert precision.mean == pytest.approx(totals[1] / totals[2])

@@ -508,7 +508,9 @@ def test_registered_metric_contract(name):
     assert (spec.direction == "none") == (spec.family == "descriptive")
     assert spec.kinds and spec.kinds <= {CLASSIFICATION, PAIR_CLASSIFICATION, ALIGNMENT}
     assert spec.family in ("faithfulness", "plausibility", "descriptive")
-    assert spec.needs_reference == (spec.family == "plausibility")
+    # a plausibility metric sees only rows with a reference; alignment metrics need every
+    # row (an unaligned target word still adds its predicted link), gold grades on each
+    assert spec.needs_reference == (spec.family == "plausibility" and ALIGNMENT not in spec.kinds)
     assert spec.citation
     hash(spec)  # frozen and hashable, usable as a key
     # params: (str, value) pairs that are exactly the fn's keyword-only arguments
@@ -565,6 +567,9 @@ def test_registry_and_helpers():
         "auprc",
         "token_f1_micro",
         "segment_share",
+        "aer",
+        "alignment_precision",
+        "alignment_recall",
     ]
     with pytest.raises(UnknownNameError, match="did you mean 'sufficiency'"):
         get_metric("sufficency")
@@ -573,9 +578,9 @@ def test_registry_and_helpers():
     with_ref = [m.spec.name for m in default_metrics(CLASSIFICATION, has_reference=True)]
     assert with_ref == REGISTRY.names()[:11]
     pairs = [m.spec.name for m in default_metrics(PAIR_CLASSIFICATION, has_reference=True)]
-    assert pairs == REGISTRY.names()
+    assert pairs == REGISTRY.names()[:12]
     alignment = [m.spec.name for m in default_metrics(ALIGNMENT, has_reference=True)]
-    assert alignment == REGISTRY.names()[:6]  # the erasure metrics, per row
+    assert alignment == REGISTRY.names()[:6] + REGISTRY.names()[12:]  # erasure per row, AER
     with pytest.raises(UnknownNameError):
         default_metrics("regression", has_reference=False)
     with pytest.raises(InputError, match="did you mean 'k_max'"):

@@ -260,6 +260,11 @@ class PreparedTask(Protocol):
         and whatever else the type needs), with errors that name file, line and field."""
         ...
 
+    def group_of(self, example: Example) -> str:
+        """The unit a corpus-level metric's statistics are summed over and resampled by
+        (the example itself for a classifier; the sentence pair of an alignment row)."""
+        ...
+
 
 @runtime_checkable
 class Task(Protocol):
@@ -321,7 +326,8 @@ class MetricInput:
     predicted class ŷ of a classifier in a run); base_probs: (B, C) p(·|x) computed
     once per model; perturber: the engine that forwards perturbed variants (and shares
     identical variants between metrics and explainers); reference: (B, T) bool
-    rationale or None; reference_rate: the mean over *all* examples being scored of
+    rationale, or for alignment rows (B, T) int8 gold grades of the source words
+    (2 sure link to the row's target word, 1 possible only, 0 none), or None; reference_rate: the mean over *all* examples being scored of
     |reference| / n — a dataset-level statistic (ERASER cuts soft scores at one
     dataset-level k), None where there are no references.
     """
