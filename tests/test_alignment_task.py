@@ -149,3 +149,35 @@ def test_aer_sums_rows_per_sentence_and_matches_set_counts(ready, links):
                                                scores))
     if links == "argmax":
         assert precision.mean == pytest.approx(totals[1] / totals[2])
+
+
+def test_run_writes_alignment_results_the_leaderboard_ranks(tmp_path, shared_data, ready,
+                                                          monkeypatch):
+    """`faithbench run --tasks alignment` with the tiny model: AER records hold one
+    statistics row per sentence pair, entries pass the leaderboard's checks, and rank and
+    compare read them (paired over sentences)."""
+    import tasks as task_registry
+    from benchmark.core.records import read_jsonl, read_results
+    from benchmark.runner import run
+    from leaderboard.compare import compare
+    from leaderboard.entry import read_entries
+    from leaderboard.rank import rank
+
+    monkeypatch.setattr(task_registry.REGISTRY, "_items",
+                        {**task_registry.REGISTRY._items, "alignment": TINY})
+    summary = run(RunConfig(tasks=("alignment",), data_dir=str(shared_data), train_limit=3000,
+                            epochs=2, limit=6, explainers=("attention", "random"),
+                            metrics=("aer", "flip_rate"), out=str(tmp_path), progress=False))
+    assert summary.exit_code == 0, summary.failures
+    records = read_results(tmp_path / "results.jsonl")
+    aer = [r for r in records if r.metric.startswith("aer")]
+    assert len(aer) == 2 and all(r.estimate["n"] == 6 for r in aer)
+    rows = read_jsonl(tmp_path / aer[0].per_example_file)
+    assert [r["id"] for r in rows] == [p.id for p in ready.gold["test"][:6]]
+    flips = [r for r in records if r.metric.startswith("flip_rate")]
+    assert all(r.estimate["n"] == sum(len(p.tgt) for p in ready.gold["test"][:6]) for r in flips)
+    entries = read_entries(tmp_path / "leaderboard")
+    ranked = rank(entries, metric="aer")
+    assert {r["explainer_name"] for r in ranked} == {"attention", "random"}
+    [row] = compare(*entries, metric="aer")
+    assert row["n"] == 6 and row["test"] == "swap exact"
