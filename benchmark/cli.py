@@ -29,8 +29,16 @@ EPILOGS = {
   faithbench explain --task sentiment --data-dir ../shared/data --explainer attention --out att.jsonl""",
     "score": """examples:
   faithbench score --task synthetic --explanations grads.jsonl
+  faithbench score --task alignment --data-dir ../shared/data --alignments A.jsonl   # AER, P, R
   faithbench score --task sentiment --data-dir ../shared/data --explanations mine.jsonl \\
       --metrics comprehensiveness --per-example per_example.jsonl""",
+    "align": """examples:
+  faithbench align --task alignment --data-dir ../shared/data --explainer attention --out A.jsonl
+  faithbench align --task alignment --data-dir ../shared/data --explainer gradient \\
+      --links threshold --fraction 0.5 --out A.jsonl
+  # A.jsonl -> Pharaoh "i-j" lines (i source, j target, 0-based), and back (line k = id k+1):
+  python -c "import json,sys; [print(' '.join(f'{i}-{j}' for i, j in json.loads(l)['links'])) for l in sys.stdin]" < A.jsonl > A.txt
+  python -c "import json,sys; [print(json.dumps({'id': str(k + 1), 'links': [list(map(int, x.split('-'))) for x in l.split()]})) for k, l in enumerate(sys.stdin)]" < A.txt > A.jsonl""",
     "predict": """examples:
   echo '{"id": "x", "tokens": ["a", "great", "film"]}' > in.jsonl
   faithbench predict --task synthetic --input in.jsonl""",
@@ -114,10 +122,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("score", "score explanations computed anywhere with the task's model")
     p.add_argument("--task", required=True)
-    p.add_argument("--explanations", required=True)
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument("--explanations", help=".jsonl of explanations (faithbench explain's schema)")
+    given.add_argument("--alignments", help='alignment task: .jsonl of {"id", "links": [[i, j], ...]} '
+                       "per gold sentence pair, scored against the gold (AER, precision, recall)")
     p.add_argument("--metrics", nargs="+", default=[])
     p.add_argument("--per-example", help="write one object per (id, metric) with its value")
     _common(p, out=False)
+
+    p = verb("align", "word alignments read off an explainer, one line per sentence pair")
+    p.add_argument("--task", required=True)
+    p.add_argument("--explainer", required=True)
+    p.add_argument("--links", choices=["argmax", "threshold"], default="argmax",
+                   help="argmax: one link per target word; threshold: every source word "
+                   "scoring at least FRACTION of the row's maximum")
+    p.add_argument("--fraction", type=float, default=None, help="with --links threshold")
+    _common(p, out=False)
+    p.add_argument("--out", required=True, help="output .jsonl")
 
     p = verb("predict", "class probabilities of the task's trained model for given tokens")
     p.add_argument("--task", required=True)
@@ -320,10 +341,22 @@ def dispatch(args) -> int:
     if args.verb == "score":
         from benchmark.verbs import score_file
 
-        rows = score_file(args.task, args.explanations, config, args.per_example)
+        if args.alignments:
+            from benchmark.verbs import score_alignments
+
+            rows = score_alignments(args.task, args.alignments, config)
+        else:
+            rows = score_file(args.task, args.explanations, config, args.per_example)
         print(tabulate([(r["metric"], r["direction"], f"{r['mean']:.4f}",
                          f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]", r["n"]) for r in rows],
                        headers=["metric", "better", "mean", "95% CI", "n"]))
+        return 0
+    if args.verb == "align":
+        from benchmark.verbs import align_to_file
+
+        n = align_to_file(args.task, args.explainer, args.out, config, links=args.links,
+                          fraction=args.fraction)
+        print(f"wrote alignments of {n} sentence pairs to {args.out}")
         return 0
     if args.verb == "predict":
         from benchmark.verbs import predict

@@ -11,8 +11,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import torch
+
 import submissions
 from benchmark.core import stats
+from benchmark.core.api import ALIGNMENT
 from benchmark.core.cache import content_hash
 from benchmark.core.errors import DataFileError, InputError, PluginError
 from benchmark.core.isolation import plugin_caller
@@ -31,15 +34,85 @@ from metrics.agreement import agreement_matrix, check_k_frac
 
 
 def explain_to_file(task: str, explainer: str, out_file: str, config: RunConfig) -> int:
-    """Write one object per example: id, tokens (as the model sees them), scores, target."""
+    """Write one object per example: id, tokens (as the model sees them), scores, target,
+    and what the example carries (segments of a pair; an alignment row's sentence,
+    position, prefix and target_word), so ``faithbench score`` can read it back."""
     session = open_session(task, config)
     explained = session.explain(resolve_explainer(explainer), cache=False)
     write_jsonl_atomic(Path(out_file), [
         {"id": e.id, "tokens": list(e.tokens), "scores": s, "target": t,
-         **({"segments": list(e.segments)} if e.segments is not None else {})}
+         **({"segments": list(e.segments)} if e.segments is not None else {}),
+         **{k: list(v) if isinstance(v, tuple) else v for k, v in (e.extras or {}).items()}}
         for e, s, t in zip(session.examples, explained.scores, explained.targets)
     ])
     return len(session.examples)
+
+
+def align_to_file(task: str, explainer: str, out_file: str, config: RunConfig, *,
+                  links: str = "argmax", fraction: float | None = None) -> int:
+    """Word alignments read off an explainer: one object per sentence pair, ``id`` and
+    ``links`` as 0-based [i, j] pairs (i source, j target), sorted. Returns the count."""
+    from metrics.alignment import chosen
+
+    session = open_session(task, config)
+    if session.spec.kind != ALIGNMENT:
+        raise InputError(f"align needs an alignment task; {task!r} is {session.spec.kind}")
+    explained = session.explain(resolve_explainer(explainer), cache=False)
+    by_sentence: dict[str, list] = {}
+    for e, s in zip(session.examples, explained.scores):
+        row = torch.tensor([s])
+        pick = chosen(row, torch.ones_like(row, dtype=torch.bool), links, fraction)[0]
+        found = [[i, e.extras["position"]] for i in pick.nonzero().flatten().tolist()]
+        by_sentence.setdefault(session.prepared.group_of(e), []).extend(found)
+    write_jsonl_atomic(Path(out_file), [{"id": k, "links": sorted(v)}
+                                        for k, v in by_sentence.items()])
+    return len(by_sentence)
+
+
+def score_alignments(task: str, alignments: str, config: RunConfig) -> list[dict]:
+    """AER, precision and recall of alignments produced anywhere (``{"id", "links"}`` per
+    sentence pair, 0-based [i, j]) against the task's gold of ``config.split``; every
+    gold pair must be present once. One summary row per metric, bootstrap over sentences."""
+    from metrics.alignment import AER, PRECISION, RECALL, link_counts
+
+    session = open_session(task, config)
+    if session.spec.kind != ALIGNMENT:
+        raise InputError(f"score --alignments needs an alignment task; {task!r} is "
+                         f"{session.spec.kind}")
+    gold = {p.id: p for p in session.prepared.gold[session.split][: config.limit or None]}
+    rows = read_jsonl(Path(alignments))
+    counts, seen = [], set()
+    for line, row in enumerate(rows, start=1):
+        for name in ("id", "links"):
+            if name not in row:
+                raise DataFileError(alignments, line, name, "missing field")
+        key = str(row["id"])
+        if key not in gold:
+            raise DataFileError(alignments, line, "id", f"no gold sentence pair {key!r} in "
+                                f"split {session.split!r}")
+        if key in seen:
+            raise DataFileError(alignments, line, "id", f"sentence pair {key!r} appears twice")
+        seen.add(key)
+        pair, found = gold[key], set()
+        for link in row["links"] if isinstance(row["links"], list) else [None]:
+            if (not isinstance(link, list) or len(link) != 2
+                    or not all(isinstance(x, int) and not isinstance(x, bool) for x in link)):
+                raise DataFileError(alignments, line, "links", f"expected [i, j] pairs, got {link!r}")
+            if not (0 <= link[0] < len(pair.src) and 0 <= link[1] < len(pair.tgt)):
+                raise DataFileError(alignments, line, "links", f"link {link} is outside the "
+                                    f"pair ({len(pair.src)} source, {len(pair.tgt)} target tokens)")
+            found.add(tuple(link))
+        counts.append(link_counts(found, pair.sure, pair.possible))
+    missing = [k for k in gold if k not in seen]
+    if missing:
+        raise DataFileError(alignments, None, "id", f"{len(missing)} gold pairs have no line "
+                            f"(first: {', '.join(missing[:5])}); give every pair, links [] if none")
+    out = []
+    for name, agg, direction in (("aer", AER, "lower"), ("alignment_precision", PRECISION, "higher"),
+                                 ("alignment_recall", RECALL, "higher")):
+        est = stats.as_estimate(stats.corpus_bootstrap(counts, agg))
+        out.append({"metric": name, "direction": direction, **est.as_dict()})
+    return out
 
 
 def read_explanations(path: str, n_labels: int) -> list[dict]:

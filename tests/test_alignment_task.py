@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -181,3 +182,87 @@ def test_run_writes_alignment_results_the_leaderboard_ranks(tmp_path, shared_dat
     assert {r["explainer_name"] for r in ranked} == {"attention", "random"}
     [row] = compare(*entries, metric="aer")
     assert row["n"] == 6 and row["test"] == "swap exact"
+
+
+@pytest.fixture
+def tiny_registered(monkeypatch, shared_data, ready):
+    import tasks as task_registry
+
+    monkeypatch.setattr(task_registry.REGISTRY, "_items",
+                        {**task_registry.REGISTRY._items, "alignment": TINY})
+    return RunConfig(tasks=("alignment",), data_dir=str(shared_data), train_limit=3000, epochs=2,
+                     limit=5, progress=False, time_budget_s=None)
+
+
+def test_align_writes_links_that_score_alignments_counts(tmp_path, ready, tiny_registered):
+    import subprocess
+    import sys
+
+    from benchmark import verbs
+    from benchmark.cli import EPILOGS
+    from benchmark.core.records import read_jsonl
+    from metrics.alignment import link_counts
+
+    out = tmp_path / "A.jsonl"
+    assert verbs.align_to_file("alignment", "attention", str(out), tiny_registered) == 5
+    rows = read_jsonl(out)
+    pairs = ready.gold["test"][:5]
+    assert [r["id"] for r in rows] == [p.id for p in pairs]
+    for r, p in zip(rows, pairs):  # argmax: one link per target word
+        assert sorted(j for _, j in r["links"]) == list(range(len(p.tgt)))
+    totals = np.sum([link_counts({tuple(x) for x in r["links"]}, p.sure, p.possible)
+                     for r, p in zip(rows, pairs)], axis=0)
+    summary = {s["metric"]: s for s in verbs.score_alignments("alignment", str(out), tiny_registered)}
+    assert summary["aer"]["mean"] == pytest.approx(
+        1 - (totals[0] + totals[1]) / (totals[2] + totals[3]), abs=1e-12)
+    assert summary["alignment_recall"]["mean"] == pytest.approx(totals[0] / totals[3], abs=1e-12)
+    assert summary["aer"]["n"] == 5
+    # the README/epilog one-liners: to Pharaoh "i-j" lines and back, unchanged
+    to_txt, back = [line.split('python -c "', 1)[1].rsplit('" <', 1)[0]
+                    for line in EPILOGS["align"].splitlines() if line.strip().startswith("python -c")]
+    txt = subprocess.run([sys.executable, "-c", to_txt], input=out.read_text(), text=True,
+                         capture_output=True, check=True).stdout
+    assert txt.splitlines()[0] == " ".join(f"{i}-{j}" for i, j in rows[0]["links"])
+    again = subprocess.run([sys.executable, "-c", back], input=txt, text=True,
+                           capture_output=True, check=True).stdout
+    assert [json.loads(x)["links"] for x in again.splitlines()] == [r["links"] for r in rows]
+
+
+def test_score_alignments_names_bad_lines(tmp_path, tiny_registered, ready):
+    from benchmark import verbs
+    from benchmark.core.errors import DataFileError
+
+    ids = [p.id for p in ready.gold["test"][:5]]
+    cases = {
+        "appears twice": [{"id": ids[0], "links": []}] * 2,
+        "outside the pair": [{"id": ids[0], "links": [[99, 0]]}],
+        "no gold sentence pair 'nope'": [{"id": "nope", "links": []}],
+        "4 gold pairs have no line": [{"id": ids[0], "links": []}],
+        "expected \\[i, j\\] pairs": [{"id": ids[0], "links": [[0]]}],
+    }
+    for message, rows in cases.items():
+        path = tmp_path / "bad.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        with pytest.raises(DataFileError, match=message):
+            verbs.score_alignments("alignment", str(path), tiny_registered)
+
+
+def test_explain_output_scores_back_with_its_rows(tmp_path, tiny_registered, ready):
+    """explain writes position, prefix and target_word; score reads them back into the
+    same rows, so flip_rate from the file equals the session's."""
+    import metrics as metric_registry
+    from benchmark import verbs
+    from benchmark.core.records import read_jsonl
+
+    out = tmp_path / "e.jsonl"
+    verbs.explain_to_file("alignment", "gradient", str(out), tiny_registered)
+    row = read_jsonl(out)[3]
+    example = ready.examples("test", 5)[3]
+    assert (row["position"], row["target_word"], row["prefix"]) == (
+        example.extras["position"], example.extras["target_word"], list(example.extras["prefix"]))
+    config = dataclasses.replace(tiny_registered, metrics=("flip_rate",))
+    [summary] = verbs.score_file("alignment", str(out), config)
+    session = EvaluationSession(ready, tiny_registered, seed=0)
+    scores = [r["scores"] for r in read_jsonl(out)]
+    direct = session.score(metric_registry.get_metric("flip_rate"), scores).values
+    assert summary["mean"] == pytest.approx(float(direct.mean()), abs=1e-12)
