@@ -36,6 +36,7 @@ EPILOGS = {
   faithbench align --task alignment --data-dir ../shared/data --explainer attention --out A.jsonl
   faithbench align --task alignment --data-dir ../shared/data --explainer gradient \\
       --links threshold --fraction 0.5 --out A.jsonl
+  faithbench align --task alignment --data-dir ../shared/data --aligner eflomal --out E.jsonl
   # A.jsonl -> Pharaoh "i-j" lines (i source, j target, 0-based), and back (line k = id k+1):
   python -c "import json,sys; [print(' '.join(f'{i}-{j}' for i, j in json.loads(l)['links'])) for l in sys.stdin]" < A.jsonl > A.txt
   python -c "import json,sys; [print(json.dumps({'id': str(k + 1), 'links': [list(map(int, x.split('-'))) for x in l.split()]})) for k, l in enumerate(sys.stdin)]" < A.txt > A.jsonl""",
@@ -132,7 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("align", "word alignments read off an explainer, one line per sentence pair")
     p.add_argument("--task", required=True)
-    p.add_argument("--explainer", required=True)
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--explainer")
+    source.add_argument("--aligner", choices=["diagonal", "eflomal"],
+                        help="a reference aligner instead: the diagonal baseline, or eflomal "
+                        "on the task's parallel corpus (grow-diag-final of both directions)")
     p.add_argument("--links", choices=["argmax", "threshold"], default="argmax",
                    help="argmax: one link per target word; threshold: every source word "
                    "scoring at least FRACTION of the row's maximum")
@@ -355,7 +360,7 @@ def dispatch(args) -> int:
         from benchmark.verbs import align_to_file
 
         n = align_to_file(args.task, args.explainer, args.out, config, links=args.links,
-                          fraction=args.fraction)
+                          fraction=args.fraction, aligner=args.aligner)
         print(f"wrote alignments of {n} sentence pairs to {args.out}")
         return 0
     if args.verb == "predict":

@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 import submissions
+import tasks as task_registry
 from benchmark.core import stats
 from benchmark.core.api import ALIGNMENT
 from benchmark.core.cache import content_hash
@@ -29,7 +30,7 @@ from benchmark.core.records import (
 from benchmark.core.validation import CheckResult, run_checks
 from benchmark.plan import RunConfig
 from benchmark.runner import RunSummary, metrics_for, record_failure, resolve_explainer, run
-from benchmark.session import open_session, per_example_rows
+from benchmark.session import open_session, per_example_rows, task_options
 from metrics.agreement import agreement_matrix, check_k_frac
 
 
@@ -48,12 +49,17 @@ def explain_to_file(task: str, explainer: str, out_file: str, config: RunConfig)
     return len(session.examples)
 
 
-def align_to_file(task: str, explainer: str, out_file: str, config: RunConfig, *,
-                  links: str = "argmax", fraction: float | None = None) -> int:
-    """Word alignments read off an explainer: one object per sentence pair, ``id`` and
-    ``links`` as 0-based [i, j] pairs (i source, j target), sorted. Returns the count."""
+def align_to_file(task: str, explainer: str | None, out_file: str, config: RunConfig, *,
+                  links: str = "argmax", fraction: float | None = None,
+                  aligner: str | None = None) -> int:
+    """Word alignments read off an explainer — or made by a reference ``aligner``
+    (``diagonal``, ``eflomal``), which needs no trained model — one object per sentence
+    pair, ``id`` and ``links`` as 0-based [i, j] pairs (i source, j target), sorted.
+    Returns the count."""
     from metrics.alignment import chosen
 
+    if aligner is not None:
+        return _reference_alignments(task, aligner, out_file, config)
     session = open_session(task, config)
     if session.spec.kind != ALIGNMENT:
         raise InputError(f"align needs an alignment task; {task!r} is {session.spec.kind}")
@@ -67,6 +73,22 @@ def align_to_file(task: str, explainer: str, out_file: str, config: RunConfig, *
     write_jsonl_atomic(Path(out_file), [{"id": k, "links": sorted(v)}
                                         for k, v in by_sentence.items()])
     return len(by_sentence)
+
+
+def _reference_alignments(task: str, aligner: str, out_file: str, config: RunConfig) -> int:
+    from tasks.alignment_baselines import ALIGNERS, diagonal, eflomal_links
+
+    chosen_task = task_registry.get_task(task)
+    if chosen_task.spec.kind != ALIGNMENT:
+        raise InputError(f"align needs an alignment task; {task!r} is {chosen_task.spec.kind}")
+    if aligner not in ALIGNERS:
+        raise InputError(f"unknown aligner {aligner!r}; choose one of {', '.join(ALIGNERS)}")
+    gold, _, training, _ = chosen_task.read(task_options(config, config.seeds[0]))
+    split = chosen_task.spec.split(config.split)
+    pairs = gold[split][: config.limit or None]
+    found = diagonal(pairs) if aligner == "diagonal" else eflomal_links(pairs, training)
+    write_jsonl_atomic(Path(out_file), [{"id": k, "links": v} for k, v in found.items()])
+    return len(found)
 
 
 def score_alignments(task: str, alignments: str, config: RunConfig) -> list[dict]:

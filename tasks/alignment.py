@@ -68,8 +68,9 @@ class AlignmentTask:
     min_freq: int = 2
     held_out: int = HELD_OUT
 
-    def prepare(self, options: TaskOptions | None = None, *, progress: bool = True):
-        options = options or TaskOptions()
+    def read(self, options: TaskOptions) -> tuple[dict, dict, list, list]:
+        """(gold pairs by split, out-of-range links dropped by split, training pairs,
+        held-out pairs): the data, without training anything (reference aligners use it)."""
         root = resolve_data_dir(options.data_dir)
         if root is None:
             raise InputError("task alignment has no hub copy: pass --data-dir DIR with "
@@ -84,6 +85,11 @@ class AlignmentTask:
         held, training = pairs[-self.held_out:], pairs[: -self.held_out]
         if options.train_limit:
             training = training[: options.train_limit]
+        return gold, dropped, training, held
+
+    def prepare(self, options: TaskOptions | None = None, *, progress: bool = True):
+        options = options or TaskOptions()
+        gold, dropped, training, held = self.read(options)
         src_vocab = Vocabulary.build((s for s, _ in training), self.min_freq)
         tgt_counts = Vocabulary.build((t for _, t in training), self.min_freq).itos[2:]
         tgt_vocab = Vocabulary([BOS, EOS, *tgt_counts])

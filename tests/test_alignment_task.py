@@ -266,3 +266,34 @@ def test_explain_output_scores_back_with_its_rows(tmp_path, tiny_registered, rea
     scores = [r["scores"] for r in read_jsonl(out)]
     direct = session.score(metric_registry.get_metric("flip_rate"), scores).values
     assert summary["mean"] == pytest.approx(float(direct.mean()), abs=1e-12)
+
+
+def test_reference_aligners_give_the_scale(tmp_path, tiny_registered, ready, monkeypatch):
+    """The diagonal baseline is diagonal_links per pair; eflomal on 2,000 training pairs
+    already beats it on all 447 test pairs; its links are cached, so a second call
+    returns the same links without running eflomal."""
+    import eflomal
+
+    from benchmark import verbs
+    from benchmark.core.links import diagonal_links
+    from benchmark.core.records import read_jsonl
+
+    config = dataclasses.replace(tiny_registered, train_limit=2000, limit=None)
+    diag, stat = tmp_path / "diag.jsonl", tmp_path / "eflomal.jsonl"
+    assert verbs.align_to_file("alignment", None, str(diag), config, aligner="diagonal") == 447
+    first = ready.gold["test"][0]
+    assert read_jsonl(diag)[0]["links"] == sorted(map(list, diagonal_links(len(first.src),
+                                                                          len(first.tgt))))
+    verbs.align_to_file("alignment", None, str(stat), config, aligner="eflomal")
+    scored = {name: {r["metric"]: r["mean"] for r in verbs.score_alignments(
+        "alignment", str(path), config)} for name, path in (("diag", diag), ("eflomal", stat))}
+    assert scored["diag"]["aer"] == pytest.approx(0.540, abs=0.005)  # as counted in test_alignment
+    assert scored["eflomal"]["aer"] < scored["diag"]["aer"] - 0.1
+    links = read_jsonl(stat)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("eflomal ran again instead of reading its cache")
+
+    monkeypatch.setattr(eflomal.Aligner, "align", refuse)
+    verbs.align_to_file("alignment", None, str(stat), config, aligner="eflomal")
+    assert read_jsonl(stat) == links
