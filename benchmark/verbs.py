@@ -76,17 +76,11 @@ def align_to_file(task: str, explainer: str | None, out_file: str, config: RunCo
 
 
 def _reference_alignments(task: str, aligner: str, out_file: str, config: RunConfig) -> int:
-    from tasks.alignment_baselines import ALIGNERS, diagonal, eflomal_links
-
     chosen_task = task_registry.get_task(task)
     if chosen_task.spec.kind != ALIGNMENT:
         raise InputError(f"align needs an alignment task; {task!r} is {chosen_task.spec.kind}")
-    if aligner not in ALIGNERS:
-        raise InputError(f"unknown aligner {aligner!r}; choose one of {', '.join(ALIGNERS)}")
-    gold, _, training, _ = chosen_task.read(task_options(config, config.seeds[0]))
-    split = chosen_task.spec.split(config.split)
-    pairs = gold[split][: config.limit or None]
-    found = diagonal(pairs) if aligner == "diagonal" else eflomal_links(pairs, training)
+    found = chosen_task.reference_alignments(aligner, task_options(config, config.seeds[0]),
+                                             chosen_task.spec.split(config.split), config.limit)
     write_jsonl_atomic(Path(out_file), [{"id": k, "links": v} for k, v in found.items()])
     return len(found)
 

@@ -36,6 +36,7 @@ from benchmark.core.models.training import (
     train,
 )
 from benchmark.core.vocab import Vocabulary, collate
+from tasks.alignment_baselines import ALIGNERS, diagonal, eflomal_links
 from tasks.alignment_data import read_gold, read_parallel
 from tasks.classification import checkpoint_path
 from tasks.data import resolve_data_dir
@@ -86,6 +87,18 @@ class AlignmentTask:
         if options.train_limit:
             training = training[: options.train_limit]
         return gold, dropped, training, held
+
+    def reference_alignments(self, aligner: str, options: TaskOptions, split: str,
+                             limit: int | None = None) -> dict[str, list[list[int]]]:
+        """{pair id: links} of a reference aligner (``tasks.alignment_baselines``) on the
+        first ``limit`` gold pairs of ``split``; no model is trained."""
+        if aligner not in ALIGNERS:
+            raise InputError(f"unknown aligner {aligner!r}; choose one of {', '.join(ALIGNERS)}")
+        gold, _, training, _ = self.read(options)
+        if split not in gold:
+            raise InputError(f"task alignment has no split {split!r} (has: {', '.join(gold)})")
+        pairs = gold[split][:limit] if limit else gold[split]
+        return diagonal(pairs) if aligner == "diagonal" else eflomal_links(pairs, training)
 
     def prepare(self, options: TaskOptions | None = None, *, progress: bool = True):
         options = options or TaskOptions()
