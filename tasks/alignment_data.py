@@ -22,14 +22,13 @@ counted per split.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
 
 from benchmark.core.errors import DataFileError, InputError
-from tasks.data import check_jsonl
+from tasks.data import check_jsonl, jsonl_objects
 
 OUT_OF_RANGE = ("error", "drop")
 GOLD_SPLITS = ("validation", "test")
@@ -78,37 +77,28 @@ def read_parallel(folder: Path) -> datasets.Dataset:
 def _check_gold(path: Path, out_of_range: str) -> tuple[list[tuple[frozenset, frozenset]], int]:
     """Validate every line; returns each row's (sure, possible) and the links dropped."""
     out, dropped = [], 0
-    with open(path, encoding="utf-8") as fh:
-        for line, text in enumerate(fh, start=1):
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise DataFileError(path, line, None, f"not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise DataFileError(path, line, None, "expected a JSON object")
-            for name in ("id", "src", "tgt", "sure", "possible"):
-                if name not in row:
-                    raise DataFileError(path, line, name, "missing field")
-            for name in ("src", "tgt"):
-                tokens = row[name]
-                if not isinstance(tokens, list) or not tokens or not all(
-                        isinstance(t, str) for t in tokens):
-                    raise DataFileError(path, line, name, "expected a non-empty list of strings")
-            n_src, n_tgt = len(row["src"]), len(row["tgt"])
-            sets, lost = {}, set()
-            for name in ("sure", "possible"):
-                sets[name], outside = _links(path, line, name, row[name], n_src, n_tgt,
-                                             out_of_range)
-                lost |= outside
-            dropped += len(lost)  # distinct links: one in sure and possible counts once
-            extra = sets["sure"] - sets["possible"]
-            if extra:
-                shown = ", ".join(f"[{i}, {j}]" for i, j in sorted(extra)[:5])
-                raise DataFileError(path, line, "sure", f"links not in 'possible' ({shown}); "
-                                    "possible must contain every sure link")
-            out.append((sets["sure"], sets["possible"]))
+    for line, row in jsonl_objects(path):
+        for name in ("id", "src", "tgt", "sure", "possible"):
+            if name not in row:
+                raise DataFileError(path, line, name, "missing field")
+        for name in ("src", "tgt"):
+            tokens = row[name]
+            if not isinstance(tokens, list) or not tokens or not all(
+                    isinstance(t, str) for t in tokens):
+                raise DataFileError(path, line, name, "expected a non-empty list of strings")
+        n_src, n_tgt = len(row["src"]), len(row["tgt"])
+        sets, lost = {}, set()
+        for name in ("sure", "possible"):
+            sets[name], outside = _links(path, line, name, row[name], n_src, n_tgt,
+                                         out_of_range)
+            lost |= outside
+        dropped += len(lost)  # distinct links: one in sure and possible counts once
+        extra = sets["sure"] - sets["possible"]
+        if extra:
+            shown = ", ".join(f"[{i}, {j}]" for i, j in sorted(extra)[:5])
+            raise DataFileError(path, line, "sure", f"links not in 'possible' ({shown}); "
+                                "possible must contain every sure link")
+        out.append((sets["sure"], sets["possible"]))
     return out, dropped
 
 

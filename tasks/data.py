@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import datasets
@@ -24,9 +25,9 @@ def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path | None:
     return Path(value) if value else None
 
 
-def check_jsonl(path: Path, columns: dict[str, type | tuple], labels: set[int] | None) -> int:
-    """Validate a JSON Lines file; returns its row count."""
-    rows = 0
+def jsonl_objects(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for every non-blank line; a line that is not a JSON object
+    is an error naming the file and line."""
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
@@ -37,16 +38,23 @@ def check_jsonl(path: Path, columns: dict[str, type | tuple], labels: set[int] |
                 raise DataFileError(path, lineno, None, f"not valid JSON ({exc.msg})") from None
             if not isinstance(row, dict):
                 raise DataFileError(path, lineno, None, "expected a JSON object")
-            for name, kind in columns.items():
-                if name not in row:
-                    raise DataFileError(path, lineno, name, "missing column")
-                if not isinstance(row[name], kind) or isinstance(row[name], bool):
-                    raise DataFileError(path, lineno, name,
-                                        f"expected {_kind_name(kind)}, got {type(row[name]).__name__}")
-            if labels is not None and row["label"] not in labels:
-                raise DataFileError(path, lineno, "label",
-                                    f"unknown label {row['label']!r} (expected one of {sorted(labels)})")
-            rows += 1
+            yield lineno, row
+
+
+def check_jsonl(path: Path, columns: dict[str, type | tuple], labels: set[int] | None) -> int:
+    """Validate a JSON Lines file; returns its row count."""
+    rows = 0
+    for lineno, row in jsonl_objects(path):
+        for name, kind in columns.items():
+            if name not in row:
+                raise DataFileError(path, lineno, name, "missing column")
+            if not isinstance(row[name], kind) or isinstance(row[name], bool):
+                raise DataFileError(path, lineno, name,
+                                    f"expected {_kind_name(kind)}, got {type(row[name]).__name__}")
+        if labels is not None and row["label"] not in labels:
+            raise DataFileError(path, lineno, "label",
+                                f"unknown label {row['label']!r} (expected one of {sorted(labels)})")
+        rows += 1
     return rows
 
 
