@@ -56,7 +56,7 @@ def align_to_file(task: str, explainer: str | None, out_file: str, config: RunCo
     (``diagonal``, ``eflomal``), which needs no trained model — one object per sentence
     pair, ``id`` and ``links`` as 0-based [i, j] pairs (i source, j target), sorted.
     Returns the count."""
-    from metrics.alignment import chosen
+    from benchmark.core.links import chosen
 
     if aligner is not None:
         return _reference_alignments(task, aligner, out_file, config)
@@ -89,13 +89,18 @@ def score_alignments(task: str, alignments: str, config: RunConfig) -> list[dict
     """AER, precision and recall of alignments produced anywhere (``{"id", "links"}`` per
     sentence pair, 0-based [i, j]) against the task's gold of ``config.split``; every
     gold pair must be present once. One summary row per metric, bootstrap over sentences."""
-    from metrics.alignment import AER, PRECISION, RECALL, link_counts
+    from benchmark.core.links import link_counts
+    from metrics.alignment import AER, PRECISION, RECALL
 
-    session = open_session(task, config)
-    if session.spec.kind != ALIGNMENT:
+    chosen_task = task_registry.get_task(task)  # the gold only: no model is prepared
+    if chosen_task.spec.kind != ALIGNMENT:
         raise InputError(f"score --alignments needs an alignment task; {task!r} is "
-                         f"{session.spec.kind}")
-    gold = {p.id: p for p in session.prepared.gold[session.split][: config.limit or None]}
+                         f"{chosen_task.spec.kind}")
+    split = chosen_task.spec.split(config.split)
+    gold_pairs, _, _, _ = chosen_task.read(task_options(config, config.seeds[0]))
+    if split not in gold_pairs:
+        raise InputError(f"task {task!r} has no split {split!r} (has: {', '.join(gold_pairs)})")
+    gold = {p.id: p for p in gold_pairs[split][: config.limit or None]}
     rows = read_jsonl(Path(alignments))
     counts, seen = [], set()
     for line, row in enumerate(rows, start=1):
@@ -105,7 +110,7 @@ def score_alignments(task: str, alignments: str, config: RunConfig) -> list[dict
         key = str(row["id"])
         if key not in gold:
             raise DataFileError(alignments, line, "id", f"no gold sentence pair {key!r} in "
-                                f"split {session.split!r}")
+                                f"split {split!r}")
         if key in seen:
             raise DataFileError(alignments, line, "id", f"sentence pair {key!r} appears twice")
         seen.add(key)
