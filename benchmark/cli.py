@@ -30,12 +30,16 @@ EPILOGS = {
     "score": """examples:
   faithbench score --task synthetic --explanations grads.jsonl
   faithbench score --task alignment --data-dir ../shared/data --alignments A.jsonl   # AER, P, R
+  faithbench score --task alignment --data-dir ../shared/data --alignments E.jsonl \
+      --submit-as eflomal --entries runs/alignment/leaderboard     # a reference row, no model
   faithbench score --task sentiment --data-dir ../shared/data --explanations mine.jsonl \\
       --metrics comprehensiveness --per-example per_example.jsonl""",
     "align": """examples:
   faithbench align --task alignment --data-dir ../shared/data --explainer attention --out A.jsonl
   faithbench align --task alignment --data-dir ../shared/data --explainer gradient \\
       --links threshold --fraction 0.5 --out A.jsonl
+  faithbench align --task alignment --data-dir ../shared/data --explainer attention \
+      --symmetrize grow-diag-final --out A.jsonl    # also explains alignment_reverse's model
   faithbench align --task alignment --data-dir ../shared/data --aligner eflomal --out E.jsonl
   # A.jsonl -> Pharaoh "i-j" lines (i source, j target, 0-based), and back (line k = id k+1):
   python -c "import json,sys; [print(' '.join(f'{i}-{j}' for i, j in json.loads(l)['links'])) for l in sys.stdin]" < A.jsonl > A.txt
@@ -75,6 +79,9 @@ def _common(p: argparse.ArgumentParser, *, out: bool = True) -> None:
                    "(also $FAITHBENCH_DATA); default: the hub")
     p.add_argument("--variant", help="task data variant, e.g. sentiment training split: "
                    "phrases (default) or sentences")
+    p.add_argument("--gold-out-of-range", choices=("error", "drop"), default="error",
+                   help="alignment gold links outside their sentence: stop with the file, "
+                   "line and field (default), or drop and count them")
     p.add_argument("--seed", type=int, default=0, help="model seed (default 0)")
     p.add_argument("--split", help="split to explain/score (default: the task's eval split)")
     p.add_argument("--limit", type=int, help="only the first N examples of the split")
@@ -129,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "per gold sentence pair, scored against the gold (AER, precision, recall)")
     p.add_argument("--metrics", nargs="+", default=[])
     p.add_argument("--per-example", help="write one object per (id, metric) with its value")
+    p.add_argument("--submit-as", help="with --alignments: add them to the leaderboard under "
+                   "this name (a row no model produced: a reference aligner, fast_align, ...)")
+    p.add_argument("--entries", help="with --submit-as: the leaderboard folder")
     _common(p, out=False)
 
     p = verb("align", "word alignments read off an explainer, one line per sentence pair")
@@ -142,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="argmax: one link per target word; threshold: every source word "
                    "scoring at least FRACTION of the row's maximum")
     p.add_argument("--fraction", type=float, default=None, help="with --links threshold")
+    p.add_argument("--symmetrize", choices=["intersect", "grow-diag-final"],
+                   help="also explain the other direction's model (alignment <-> "
+                   "alignment_reverse) and combine the two link sets")
     _common(p, out=False)
     p.add_argument("--out", required=True, help="output .jsonl")
 
@@ -233,6 +246,7 @@ def _config(args) -> RunConfig:
         split=g("split"),
         limit=g("limit"),
         variant=g("variant"),
+        gold_out_of_range=g("gold_out_of_range", "error"),
         train_limit=g("train_limit"),
         epochs=g("epochs"),
         batch_size=g("batch_size", 32),
@@ -347,9 +361,10 @@ def dispatch(args) -> int:
         from benchmark.verbs import score_file
 
         if args.alignments:
-            from benchmark.verbs import score_alignments
+            from benchmark.alignments import score_alignments
 
-            rows = score_alignments(args.task, args.alignments, config)
+            rows = score_alignments(args.task, args.alignments, config,
+                                    submit_as=args.submit_as, entries=args.entries)
         else:
             rows = score_file(args.task, args.explanations, config, args.per_example)
         print(tabulate([(r["metric"], r["direction"], f"{r['mean']:.4f}",
@@ -357,10 +372,10 @@ def dispatch(args) -> int:
                        headers=["metric", "better", "mean", "95% CI", "n"]))
         return 0
     if args.verb == "align":
-        from benchmark.verbs import align_to_file
+        from benchmark.alignments import align_to_file
 
         n = align_to_file(args.task, args.explainer, args.out, config, links=args.links,
-                          fraction=args.fraction, aligner=args.aligner)
+                          fraction=args.fraction, aligner=args.aligner, combine=args.symmetrize)
         print(f"wrote alignments of {n} sentence pairs to {args.out}")
         return 0
     if args.verb == "predict":

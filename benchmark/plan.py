@@ -27,6 +27,7 @@ class RunConfig:
     split: str | None = None  # None = the task's eval split (TaskSpec.split)
     limit: int | None = None  # examples scored per task; None = the whole split
     variant: str | None = None  # task-specific data variant (e.g. SST-2 training split)
+    gold_out_of_range: str = "error"  # alignment gold links outside a sentence: error or drop
     train_limit: int | None = None
     epochs: int | None = None
     batch_size: int = 32  # examples per explain call and per metric call

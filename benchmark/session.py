@@ -70,7 +70,8 @@ class Scored:
 
 def task_options(config: RunConfig, seed: int) -> TaskOptions:
     return TaskOptions(data_dir=config.data_dir, seed=seed, train_limit=config.train_limit,
-                       variant=config.variant, epochs=config.epochs)
+                       variant=config.variant, epochs=config.epochs,
+                       gold_out_of_range=config.gold_out_of_range)
 
 
 def open_session(task_name: str, config: RunConfig, seed: int | None = None

@@ -3,7 +3,9 @@
 Before an entry is written its records are checked (one explainer, each result backed
 by exactly its n per-example values with the same mean) and its suite is derived from
 them: per task the split, the model seeds with their checkpoints, the data fingerprint
-and n. Two entries compare on a task only when split, data and checkpoints match.
+and n. Two entries compare on a task only when split, data and checkpoints match; an
+entry no model produced (checkpoint ``MODEL_FREE``: alignments scored from a file)
+needs only split and data to match.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from benchmark.core.records import ResultRecord
 from benchmark.core.stats import Aggregation
 
 ROW_FIELDS = ("task", "model_seed", "metric", "id", "value")
+# the checkpoint of results no model produced (alignments scored from a file): they
+# compare with any entry on the same split and data, whatever its checkpoints
+MODEL_FREE = "model-free"
 ESTIMATE_FIELDS = ("mean", "ci_low", "ci_high", "n")
 
 
@@ -201,6 +206,8 @@ def suite_differences(a, b, task: str) -> list[str]:
         dict(zip(sa["model_seeds"], sa["checkpoints"])),
         dict(zip(sb["model_seeds"], sb["checkpoints"])),
     )
+    if MODEL_FREE in ca.values() or MODEL_FREE in cb.values():
+        return diffs
     for seed in sorted(ca.keys() | cb.keys()):
         if ca.get(seed) != cb.get(seed):
             diffs.append(f"checkpoint for model seed {seed} {ca.get(seed)!r} vs {cb.get(seed)!r}")

@@ -96,7 +96,7 @@ def _spec(name: str, direction: str, aggregation: Aggregation) -> MetricSpec:
     # target word still adds its predicted link to |A|), so no row is skipped
     return MetricSpec(name=name, version="1", direction=direction,
                       kinds=frozenset({ALIGNMENT}),
-                      params=(("links", "argmax"), ("fraction", None)),
+                      params=(("links", None), ("fraction", None)),  # links None: argmax
                       family="plausibility", citation=CITATION, aggregation=aggregation)
 
 

@@ -8,6 +8,7 @@ REGISTRY.add(synthetic.SPEC.name, synthetic.TASK)
 REGISTRY.add(sentiment.SPEC.name, sentiment.TASK)
 REGISTRY.add(nli.SPEC.name, nli.TASK)
 REGISTRY.add(alignment.SPEC.name, alignment.TASK)
+REGISTRY.add(alignment.REVERSE_SPEC.name, alignment.REVERSE_TASK)
 
 
 def get_task(name: str):

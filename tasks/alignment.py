@@ -11,6 +11,14 @@ Data (``tasks.alignment_data``): ``DIR/<variant>/gold/{validation,test}.jsonl`` 
 Hansards fr→en copy). The last ``HELD_OUT`` parallel pairs are never trained on: they
 give the validation perplexity that early stopping reads, and the BLEU of greedy
 decoding (sacrebleu, tokens as given) reported beside it.
+
+Two directions: ``alignment`` translates ``src`` → ``tgt`` as the files give them
+(fr→en on Hansards), ``alignment_reverse`` the other way (its links are (tgt, src) in
+the files' terms; ``benchmark.core.links.symmetrize`` combines the two).
+
+Size cap (so the full model trains in tens of CPU minutes): the first ``max_pairs``
+training pairs, the ``tgt_words`` most frequent target words (the rest are ``<unk>``;
+the output layer dominates the cost), hidden size 128, at most 5 epochs.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import sacrebleu
@@ -57,6 +65,7 @@ SPEC = TaskSpec(
     citation="Mihalcea & Pedersen (2003), HLT-NAACL word alignment shared task (gold: "
              "Och & Ney 2000); Germann (2001), Aligned Hansards of the 36th Parliament",
 )
+REVERSE_SPEC = replace(SPEC, name="alignment_reverse")
 
 
 @dataclass(frozen=True)
@@ -64,10 +73,13 @@ class AlignmentTask:
     spec: TaskSpec = SPEC
     model_config: dict = field(default_factory=lambda: {
         "embed_dim": 128, "hidden": 128, "attn_dim": 128, "dropout": 0.1})
-    train_config: TrainConfig = TrainConfig(epochs=6, patience=1, lr=2e-3, batch_size=64,
+    train_config: TrainConfig = TrainConfig(epochs=5, patience=1, lr=2e-3, batch_size=64,
                                             word_dropout=0.05)
     min_freq: int = 2
     held_out: int = HELD_OUT
+    max_pairs: int | None = 60_000  # training pairs (after the held-out ones are set aside)
+    tgt_words: int | None = 8_000  # target vocabulary, besides <pad> <unk> <s> </s>
+    reverse: bool = False  # translate tgt -> src
 
     def read(self, options: TaskOptions) -> tuple[dict, dict, list, list]:
         """(gold pairs by split, out-of-range links dropped by split, training pairs,
@@ -77,16 +89,36 @@ class AlignmentTask:
             raise InputError("task alignment has no hub copy: pass --data-dir DIR with "
                              "DIR/alignment/{gold,parallel} (see README, Tasks)")
         folder = Path(root) / (options.variant or DEFAULT_VARIANT)
-        gold, dropped = read_gold(folder / "gold")
+        gold, dropped = read_gold(folder / "gold", out_of_range=options.gold_out_of_range)
+        for split, n in dropped.items():
+            if n:
+                log.warning("%s: dropped %d gold links outside their sentence (%s split)",
+                            folder / "gold", n, split)
         corpus = read_parallel(folder / "parallel")
         pairs = [(tuple(r["src"]), tuple(r["tgt"])) for r in corpus]
+        if self.reverse:
+            gold = {split: [p.reversed() for p in rows] for split, rows in gold.items()}
+            pairs = [(t, s) for s, t in pairs]
         if len(pairs) <= self.held_out:
             raise DataFileError(folder / "parallel" / "train.jsonl", None, None,
                                 f"{len(pairs)} pairs: need more than the {self.held_out} held out")
         held, training = pairs[-self.held_out:], pairs[: -self.held_out]
-        if options.train_limit:
-            training = training[: options.train_limit]
+        cap = min(x for x in (options.train_limit, self.max_pairs, len(training)) if x)
+        training = training[:cap]
         return gold, dropped, training, held
+
+    @property
+    def other_direction(self) -> str:
+        """The registered name of the task that translates the other way."""
+        return SPEC.name if self.reverse else REVERSE_SPEC.name
+
+    @staticmethod
+    def fingerprint(gold: dict, training: list, held: list) -> str:
+        """The data fingerprint records carry: entries compare only when it matches, so
+        alignments scored without a model (``score --alignments``) compute it too."""
+        return content_hash({"train": training, "held_out": held,
+                             "gold": {s: [(p.id, p.src, p.tgt) for p in rows]
+                                      for s, rows in sorted(gold.items())}})
 
     def reference_alignments(self, aligner: str, options: TaskOptions, split: str,
                              limit: int | None = None) -> dict[str, list[list[int]]]:
@@ -104,19 +136,19 @@ class AlignmentTask:
         options = options or TaskOptions()
         gold, dropped, training, held = self.read(options)
         src_vocab = Vocabulary.build((s for s, _ in training), self.min_freq)
-        tgt_counts = Vocabulary.build((t for _, t in training), self.min_freq).itos[2:]
+        tgt_counts = Vocabulary.build((t for _, t in training), self.min_freq,
+                                      self.tgt_words).itos[2:]
         tgt_vocab = Vocabulary([BOS, EOS, *tgt_counts])
         mconf = Seq2SeqConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
                               bos_id=tgt_vocab.stoi[BOS], **self.model_config)
         tconf = self.train_config
         if options.epochs:
             tconf = TrainConfig(**{**tconf.as_dict(), "epochs": options.epochs})
-        fingerprint = content_hash({"train": training, "held_out": held,
-                                    "gold": {s: [(p.id, p.src, p.tgt) for p in rows]
-                                             for s, rows in sorted(gold.items())}})
+        fingerprint = self.fingerprint(gold, training, held)
         config = {"task": self.spec.id, "variant": options.variant, "model": mconf.as_dict(),
                   "train": tconf.as_dict(), "seed": options.seed, "min_freq": self.min_freq,
-                  "held_out": self.held_out}
+                  "held_out": self.held_out, "max_pairs": self.max_pairs,
+                  "tgt_words": self.tgt_words, "reverse": self.reverse}
         key = content_hash({"data": fingerprint, **config})
         seed_everything(options.seed)
         model = AttentionSeq2Seq(mconf)
@@ -284,3 +316,4 @@ def _grades(pair, t: int) -> tuple[int, ...]:
 
 
 TASK = AlignmentTask()
+REVERSE_TASK = AlignmentTask(spec=REVERSE_SPEC, reverse=True)

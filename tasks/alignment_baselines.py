@@ -18,10 +18,10 @@ from pathlib import Path
 
 from benchmark.core.cache import atomic_write, cache_dir, content_hash
 from benchmark.core.errors import InputError
-from benchmark.core.links import diagonal_links, grow_diag_final, intersect
+from benchmark.core.links import SYMMETRIZE, diagonal_links, symmetrize
 
 ALIGNERS = ("diagonal", "eflomal")
-SYMMETRIZE = ("forward", "reverse", "intersect", "grow-diag-final")
+DIRECTIONS = ("forward", "reverse", *SYMMETRIZE)
 
 
 def diagonal(pairs) -> dict[str, list[list[int]]]:
@@ -29,23 +29,18 @@ def diagonal(pairs) -> dict[str, list[list[int]]]:
     return {p.id: sorted(map(list, diagonal_links(len(p.src), len(p.tgt)))) for p in pairs}
 
 
-def eflomal_links(pairs, training, *, symmetrize: str = "grow-diag-final"
+def eflomal_links(pairs, training, *, combine: str = "grow-diag-final"
                   ) -> dict[str, list[list[int]]]:
     """{pair id: sorted [i, j] links} from eflomal run on ``pairs`` + ``training``
-    ((src, tgt) token tuples), combining its two directions by ``symmetrize``."""
-    if symmetrize not in SYMMETRIZE:
-        raise InputError(f"symmetrize must be one of {', '.join(SYMMETRIZE)}, got {symmetrize!r}")
+    ((src, tgt) token tuples): one direction, or both combined by ``combine``."""
+    if combine not in DIRECTIONS:
+        raise InputError(f"combine must be one of {', '.join(DIRECTIONS)}, got {combine!r}")
     forward, reverse = _cached_directions(pairs, training)
     out = {}
     for p, fwd, rev in zip(pairs, forward, reverse):
-        if symmetrize == "forward":
-            links = fwd
-        elif symmetrize == "reverse":
-            links = rev
-        elif symmetrize == "intersect":
-            links = intersect(fwd, rev)
-        else:
-            links = grow_diag_final(fwd, rev, len(p.src), len(p.tgt))
+        links = {"forward": fwd, "reverse": rev}.get(combine)
+        if links is None:
+            links = symmetrize(fwd, rev, len(p.src), len(p.tgt), combine)
         out[p.id] = sorted(map(list, links))
     return out
 

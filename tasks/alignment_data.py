@@ -45,6 +45,11 @@ class GoldPair:
     sure: frozenset[Link]
     possible: frozenset[Link]
 
+    def reversed(self) -> GoldPair:
+        """The same pair seen from the other side: ``tgt`` becomes the source."""
+        return GoldPair(self.id, self.tgt, self.src, frozenset((j, i) for i, j in self.sure),
+                        frozenset((j, i) for i, j in self.possible))
+
 
 def read_gold(folder: Path, splits=GOLD_SPLITS, *, out_of_range: str = "error"
               ) -> tuple[dict[str, list[GoldPair]], dict[str, int]]:

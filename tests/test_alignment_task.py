@@ -15,7 +15,7 @@ import submissions
 from benchmark.core.api import PreparedTask, TaskOptions
 from benchmark.plan import RunConfig
 from benchmark.session import EvaluationSession
-from tasks.alignment import BOS, TASK
+from tasks.alignment import BOS, REVERSE_SPEC, TASK
 
 TINY = dataclasses.replace(TASK, model_config={"embed_dim": 32, "hidden": 32, "attn_dim": 32,
                                                "dropout": 0.0}, held_out=300)
@@ -199,13 +199,13 @@ def test_align_writes_links_that_score_alignments_counts(tmp_path, ready, tiny_r
     import subprocess
     import sys
 
-    from benchmark import verbs
+    from benchmark import alignments
     from benchmark.cli import EPILOGS
     from benchmark.core.records import read_jsonl
     from metrics.alignment import link_counts
 
     out = tmp_path / "A.jsonl"
-    assert verbs.align_to_file("alignment", "attention", str(out), tiny_registered) == 5
+    assert alignments.align_to_file("alignment", "attention", str(out), tiny_registered) == 5
     rows = read_jsonl(out)
     pairs = ready.gold["test"][:5]
     assert [r["id"] for r in rows] == [p.id for p in pairs]
@@ -217,7 +217,7 @@ def test_align_writes_links_that_score_alignments_counts(tmp_path, ready, tiny_r
         raise AssertionError("scoring alignments must not prepare a translation model")
 
     monkeypatch.setattr(type(TINY), "prepare", no_model)  # the gold is all it needs
-    summary = {s["metric"]: s for s in verbs.score_alignments("alignment", str(out), tiny_registered)}
+    summary = {s["metric"]: s for s in alignments.score_alignments("alignment", str(out), tiny_registered)}
     assert summary["aer"]["mean"] == pytest.approx(
         1 - (totals[0] + totals[1]) / (totals[2] + totals[3]), abs=1e-12)
     assert summary["alignment_recall"]["mean"] == pytest.approx(totals[0] / totals[3], abs=1e-12)
@@ -234,7 +234,7 @@ def test_align_writes_links_that_score_alignments_counts(tmp_path, ready, tiny_r
 
 
 def test_score_alignments_names_bad_lines(tmp_path, tiny_registered, ready):
-    from benchmark import verbs
+    from benchmark import alignments
     from benchmark.core.errors import DataFileError
 
     ids = [p.id for p in ready.gold["test"][:5]]
@@ -249,7 +249,7 @@ def test_score_alignments_names_bad_lines(tmp_path, tiny_registered, ready):
         path = tmp_path / "bad.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         with pytest.raises(DataFileError, match=message):
-            verbs.score_alignments("alignment", str(path), tiny_registered)
+            alignments.score_alignments("alignment", str(path), tiny_registered)
 
 
 def test_explain_output_scores_back_with_its_rows(tmp_path, tiny_registered, ready):
@@ -279,18 +279,18 @@ def test_reference_aligners_give_the_scale(tmp_path, tiny_registered, ready, mon
     returns the same links without running eflomal."""
     import eflomal
 
-    from benchmark import verbs
+    from benchmark import alignments
     from benchmark.core.links import diagonal_links
     from benchmark.core.records import read_jsonl
 
     config = dataclasses.replace(tiny_registered, train_limit=2000, limit=None)
     diag, stat = tmp_path / "diag.jsonl", tmp_path / "eflomal.jsonl"
-    assert verbs.align_to_file("alignment", None, str(diag), config, aligner="diagonal") == 447
+    assert alignments.align_to_file("alignment", None, str(diag), config, aligner="diagonal") == 447
     first = ready.gold["test"][0]
     assert read_jsonl(diag)[0]["links"] == sorted(map(list, diagonal_links(len(first.src),
                                                                           len(first.tgt))))
-    verbs.align_to_file("alignment", None, str(stat), config, aligner="eflomal")
-    scored = {name: {r["metric"]: r["mean"] for r in verbs.score_alignments(
+    alignments.align_to_file("alignment", None, str(stat), config, aligner="eflomal")
+    scored = {name: {r["metric"]: r["mean"] for r in alignments.score_alignments(
         "alignment", str(path), config)} for name, path in (("diag", diag), ("eflomal", stat))}
     assert scored["diag"]["aer"] == pytest.approx(0.540, abs=0.005)  # as counted in test_alignment
     assert scored["eflomal"]["aer"] < scored["diag"]["aer"] - 0.1
@@ -300,5 +300,98 @@ def test_reference_aligners_give_the_scale(tmp_path, tiny_registered, ready, mon
         raise AssertionError("eflomal ran again instead of reading its cache")
 
     monkeypatch.setattr(eflomal.Aligner, "align", refuse)
-    verbs.align_to_file("alignment", None, str(stat), config, aligner="eflomal")
+    alignments.align_to_file("alignment", None, str(stat), config, aligner="eflomal")
     assert read_jsonl(stat) == links
+
+
+TINY_REVERSE = dataclasses.replace(TINY, spec=REVERSE_SPEC, reverse=True)
+
+
+@pytest.fixture(scope="module")
+def ready_reverse(shared_data, one_thread):
+    return TINY_REVERSE.prepare(TaskOptions(data_dir=str(shared_data), train_limit=3000,
+                                            epochs=2), progress=False)
+
+
+def test_the_reverse_task_reads_every_pair_the_other_way(shared_data, ready, ready_reverse):
+    options = TaskOptions(data_dir=str(shared_data), train_limit=3000)
+    gold, _, training, held = TINY.read(options)
+    gold_r, _, training_r, held_r = TINY_REVERSE.read(options)
+    assert training_r == [(t, s) for s, t in training] and held_r == [(t, s) for s, t in held]
+    pair, back = gold["test"][3], gold_r["test"][3]
+    assert (back.id, back.src, back.tgt) == (pair.id, pair.tgt, pair.src)
+    assert back.sure == {(j, i) for i, j in pair.sure}
+    assert back.possible == {(j, i) for i, j in pair.possible}
+    assert (TINY.other_direction, TINY_REVERSE.other_direction) == ("alignment_reverse",
+                                                                    "alignment")
+    assert ready_reverse.cache_key != ready.cache_key
+    assert ready_reverse.examples("test", 4)[-1].tokens == pair.tgt  # English is the source
+
+
+@pytest.fixture
+def both_registered(monkeypatch, tiny_registered, ready_reverse):
+    import tasks as task_registry
+
+    monkeypatch.setattr(task_registry.REGISTRY, "_items",
+                        {**task_registry.REGISTRY._items, "alignment_reverse": TINY_REVERSE})
+    return tiny_registered
+
+
+def test_symmetrized_explainer_links_combine_both_models(tmp_path, both_registered, ready):
+    """--symmetrize explains alignment_reverse's own model: its links, transposed, are
+    intersected with (or grown from) the forward links, pair by pair."""
+    from benchmark import alignments
+    from benchmark.core.links import grow_diag_final
+    from benchmark.core.records import read_jsonl
+
+    config = both_registered
+    paths = {k: tmp_path / f"{k}.jsonl" for k in ("fwd", "rev", "inter", "gdf")}
+    alignments.align_to_file("alignment", "gradient", str(paths["fwd"]), config)
+    alignments.align_to_file("alignment_reverse", "gradient", str(paths["rev"]), config)
+    alignments.align_to_file("alignment", "gradient", str(paths["inter"]), config,
+                             combine="intersect")
+    alignments.align_to_file("alignment", "gradient", str(paths["gdf"]), config,
+                             combine="grow-diag-final")
+    got = {k: {r["id"]: {tuple(x) for x in r["links"]} for r in read_jsonl(p)}
+           for k, p in paths.items()}
+    pairs = ready.gold["test"][:5]
+    for p in pairs:
+        fwd, rev = got["fwd"][p.id], {(i, j) for j, i in got["rev"][p.id]}
+        assert got["inter"][p.id] == fwd & rev
+        assert got["gdf"][p.id] == grow_diag_final(fwd, rev, len(p.src), len(p.tgt))
+        assert fwd & rev <= got["gdf"][p.id] <= fwd | rev
+    assert any(got["inter"][p.id] != got["fwd"][p.id] for p in pairs)  # not a no-op
+
+
+def test_submitted_alignments_rank_and_compare_beside_explainers(tmp_path, shared_data,
+                                                                 tiny_registered, ready):
+    """A reference aligner's links, scored with --submit-as, become a leaderboard entry
+    that no model produced: it ranks beside the explainers of a run on the same data and
+    split, with the AER counted by hand, and compare pairs it with them over sentences."""
+    from benchmark import alignments
+    from benchmark.core.links import diagonal_links, link_counts
+    from benchmark.runner import run
+    from leaderboard.compare import compare
+    from leaderboard.entry import read_entries
+    from leaderboard.rank import rank
+    from leaderboard.suite import MODEL_FREE
+
+    config = dataclasses.replace(tiny_registered, explainers=("attention",), metrics=("aer",),
+                                 out=str(tmp_path / "run"), limit=6)
+    assert run(config).exit_code == 0
+    diag = tmp_path / "diag.jsonl"
+    alignments.align_to_file("alignment", None, str(diag), config, aligner="diagonal")
+    board = tmp_path / "run" / "leaderboard"
+    alignments.score_alignments("alignment", str(diag), config, submit_as="diagonal",
+                                entries=str(board))
+    entries = {e.name: e for e in read_entries(board)}
+    assert set(entries) == {"attention", "diagonal"}
+    assert entries["diagonal"].suite["alignment@1"]["checkpoints"] == [MODEL_FREE]
+    totals = np.sum([link_counts(diagonal_links(len(p.src), len(p.tgt)), p.sure, p.possible)
+                     for p in ready.gold["test"][:6]], axis=0)
+    ranked = {r["explainer_name"]: r for r in rank(list(entries.values()), metric="aer")}
+    assert ranked["diagonal"]["mean"] == pytest.approx(
+        1 - (totals[0] + totals[1]) / (totals[2] + totals[3]), abs=1e-12)
+    assert ranked["diagonal"]["metric"] == ranked["attention"]["metric"] == "aer@1"
+    [row] = compare(entries["attention"], entries["diagonal"], metric="aer")
+    assert row["n"] == 6

@@ -110,3 +110,22 @@ def test_attention_of_the_reverser_is_the_reversed_diagonal(reverser):
             counts.append(link_counts(links, gold, gold))
     aer = float(AER(torch.tensor(counts).sum(0).numpy()))
     assert aer < 0.15  # 0.06 when written; the diagonal baseline gets only middle words: ~0.9
+
+
+def test_explained_logits_are_the_teacher_forced_ones_at_the_last_prefix_step(reverser):
+    """``logits`` applies the output layer only at each row's last real prefix step (the
+    costly H x V product, once per row); it must equal the full teacher-forced scores
+    there, whatever the padding of the other rows."""
+    model, val_rows, _, _, _ = reverser
+    model.eval()
+    batch, labels = teacher_forced(val_rows[:16])
+    lengths = batch.prefix_mask.sum(1)
+    cut = torch.clamp(lengths - 2, min=1)  # rows explained at different positions
+    prefix_mask = torch.arange(batch.prefix.shape[1]) < cut[:, None]
+    short = Batch(batch.ids, batch.mask, batch.example_ids, prefix=batch.prefix * prefix_mask,
+                  prefix_mask=prefix_mask)
+    with torch.no_grad():
+        full = model.teacher_forced_logits(batch)
+        got = model.logits(short)
+    want = full[torch.arange(16), cut - 1]
+    assert torch.allclose(got, want, atol=1e-5)

@@ -11,6 +11,7 @@ from benchmark.core.errors import InputError
 
 Link = tuple[int, int]
 LINKS = ("argmax", "threshold")
+SYMMETRIZE = ("intersect", "grow-diag-final")
 
 
 def link_counts(predicted, sure, possible) -> tuple[int, int, int, int]:
@@ -24,7 +25,9 @@ def chosen(scores: torch.Tensor, mask: torch.Tensor, links: str = "argmax",
     """(N, S) bool: the source words each of N target words links to, from its (N, S)
     scores over the real source words ``mask``. ``argmax``: the highest-scoring one
     (ties to the earlier position); ``threshold``: every one scoring at least
-    ``fraction`` of the row's maximum, none where that maximum is ≤ 0."""
+    ``fraction`` of the row's maximum, none where that maximum is ≤ 0. ``links=None``
+    is argmax (the metrics' default, left out of their ids)."""
+    links = links or "argmax"
     scores = scores.double().masked_fill(~mask, float("-inf"))
     if links == "argmax":
         pick = torch.zeros_like(mask)
@@ -75,6 +78,21 @@ def diagonal_links(n_src: int, n_tgt: int) -> set[Link]:
 
 def intersect(forward, reverse) -> set[Link]:
     return set(forward) & set(reverse)
+
+
+def transpose(links) -> set[Link]:
+    """Links of the reverse direction, (tgt, src), in the forward frame (src, tgt)."""
+    return {(j, i) for i, j in links}
+
+
+def symmetrize(forward, reverse, n_src: int, n_tgt: int, how: str) -> set[Link]:
+    """Combine one pair's forward links with its reverse links (both already in the
+    forward frame, (source, target)) by ``how``: intersect or grow-diag-final."""
+    if how == "intersect":
+        return intersect(forward, reverse)
+    if how == "grow-diag-final":
+        return grow_diag_final(forward, reverse, n_src, n_tgt)
+    raise InputError(f"unknown symmetrization {how!r}; choose one of {', '.join(SYMMETRIZE)}")
 
 
 def grow_diag_final(forward, reverse, n_src: int, n_tgt: int) -> set[Link]:

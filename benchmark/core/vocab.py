@@ -19,11 +19,13 @@ class Vocabulary:
         self.pad_id, self.unk_id = 0, 1
 
     @classmethod
-    def build(cls, sentences: Iterable[Sequence[str]], min_freq: int = 1) -> "Vocabulary":
-        """Most frequent first, ties alphabetical, so the same data gives the same ids."""
+    def build(cls, sentences: Iterable[Sequence[str]], min_freq: int = 1,
+              max_words: int | None = None) -> "Vocabulary":
+        """Most frequent first, ties alphabetical, so the same data gives the same ids;
+        at most ``max_words`` words besides padding and ``<unk>``."""
         counts = Counter(t for s in sentences for t in s)
         kept = sorted((t for t, c in counts.items() if c >= min_freq), key=lambda t: (-counts[t], t))
-        return cls(kept)
+        return cls(kept[:max_words])
 
     def __len__(self) -> int:
         return len(self.itos)

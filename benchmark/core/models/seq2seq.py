@@ -82,9 +82,9 @@ class AttentionSeq2Seq(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
 
     def _decode(self, embeds: torch.Tensor, batch: Batch):
-        """Scores (B, U, V) of the word after each prefix position and the attention
-        (B, U, S) at each step; padded prefix steps come after the real ones, so they
-        never change a real step's output."""
+        """Readout states (B, U, H) before the output layer, for the word after each
+        prefix position, and the attention (B, U, S) at each step; padded prefix steps
+        come after the real ones, so they never change a real step's output."""
         if batch.prefix is None:
             raise ValueError("a seq2seq batch needs a teacher-forced prefix (starting with BOS)")
         states, last = self.encoder(self.dropout(embeds), batch.mask)  # (B, S, 2H), (B, 2H)
@@ -97,8 +97,7 @@ class AttentionSeq2Seq(nn.Module):
             w, context = self.attn(states, batch.mask, query=s)
             outputs.append(torch.tanh(self.readout(torch.cat([s, context], dim=-1))))
             weights.append(w)
-        hidden = self.dropout(torch.stack(outputs, dim=1))  # (B, U, H)
-        return self.out(hidden), torch.stack(weights, dim=1)
+        return self.dropout(torch.stack(outputs, dim=1)), torch.stack(weights, dim=1)
 
     def _last_step(self, per_step: torch.Tensor, batch: Batch) -> torch.Tensor:
         """Pick each row's last real prefix step from (B, U, ...)."""
@@ -111,13 +110,14 @@ class AttentionSeq2Seq(nn.Module):
 
     def teacher_forced_logits(self, batch: Batch) -> torch.Tensor:
         """(B, U, V): at step k, scores of target word k + 1 (for training)."""
-        return self._decode(self.embed(batch), batch)[0]
+        return self.out(self._decode(self.embed(batch), batch)[0])
 
     def embed(self, batch: Batch) -> torch.Tensor:
         return self.src_embedding(batch.ids)
 
     def logits_from_embeddings(self, embeds: torch.Tensor, batch: Batch) -> torch.Tensor:
-        return self._last_step(self._decode(embeds, batch)[0], batch)
+        # the output layer (H x V, the costliest step) only where a row is explained
+        return self.out(self._last_step(self._decode(embeds, batch)[0], batch))
 
     def logits(self, batch: Batch) -> torch.Tensor:
         return self.logits_from_embeddings(self.embed(batch), batch)
