@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -35,12 +36,14 @@ def alignment_task(name: str):
 
 def align_to_file(task: str, explainer: str | None, out_file: str, config: RunConfig, *,
                   links: str = "argmax", fraction: float | None = None,
-                  aligner: str | None = None, combine: str | None = None) -> int:
+                  aligner: str | None = None, combine: str | None = None,
+                  from_run: str | None = None) -> int:
     """Word alignments read off an explainer — or made by a reference ``aligner``
     (``diagonal``, ``eflomal``), which needs no trained model — one object per sentence
     pair, ``id`` and ``links`` as 0-based [i, j] pairs (i source, j target), sorted.
     ``combine`` (intersect, grow-diag-final) also explains the task's other direction
-    (its own model) and symmetrizes the two. Returns the count."""
+    (its own model) and symmetrizes the two. ``from_run``: the ``--out`` folder of a
+    ``faithbench run`` whose cached explanations to reuse (or fill). Returns the count."""
     chosen_task = alignment_task(task)
     if aligner is not None:
         if combine:
@@ -50,9 +53,12 @@ def align_to_file(task: str, explainer: str | None, out_file: str, config: RunCo
                                                  chosen_task.spec.split(config.split), config.limit)
         write_jsonl_atomic(Path(out_file), [{"id": k, "links": v} for k, v in found.items()])
         return len(found)
-    found, sizes = explainer_links(task, explainer, config, links, fraction)
+    if from_run:
+        config = replace(config, out=from_run)
+    found, sizes = explainer_links(task, explainer, config, links, fraction, bool(from_run))
     if combine:
-        back, _ = explainer_links(chosen_task.other_direction, explainer, config, links, fraction)
+        back, _ = explainer_links(chosen_task.other_direction, explainer, config, links, fraction,
+                                  bool(from_run))
         found = {k: symmetrize(v, transpose(back[k]), *sizes[k], combine)
                  for k, v in found.items()}
     write_jsonl_atomic(Path(out_file), [{"id": k, "links": sorted(map(list, v))}
@@ -61,11 +67,12 @@ def align_to_file(task: str, explainer: str | None, out_file: str, config: RunCo
 
 
 def explainer_links(task: str, explainer: str, config: RunConfig, links: str,
-                    fraction: float | None) -> tuple[dict[str, set], dict[str, tuple[int, int]]]:
+                    fraction: float | None, cache: bool = False
+                    ) -> tuple[dict[str, set], dict[str, tuple[int, int]]]:
     """({sentence id: links}, {sentence id: (source, target) lengths}) of ``explainer``
     on ``task``'s model: one link set per target word, read off its scores by ``links``."""
     session = open_session(task, config)
-    explained = session.explain(resolve_explainer(explainer), cache=False)
+    explained = session.explain(resolve_explainer(explainer), cache=cache)
     found: dict[str, set] = {}
     sizes: dict[str, tuple[int, int]] = {}
     for e, s in zip(session.examples, explained.scores):

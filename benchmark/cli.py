@@ -155,6 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--symmetrize", choices=["intersect", "grow-diag-final"],
                    help="also explain the other direction's model (alignment <-> "
                    "alignment_reverse) and combine the two link sets")
+    p.add_argument("--from-run", help="reuse the explanations a `faithbench run --out DIR` "
+                   "cached (both directions, with --symmetrize)")
     _common(p, out=False)
     p.add_argument("--out", required=True, help="output .jsonl")
 
@@ -375,7 +377,8 @@ def dispatch(args) -> int:
         from benchmark.alignments import align_to_file
 
         n = align_to_file(args.task, args.explainer, args.out, config, links=args.links,
-                          fraction=args.fraction, aligner=args.aligner, combine=args.symmetrize)
+                          fraction=args.fraction, aligner=args.aligner, combine=args.symmetrize,
+                          from_run=args.from_run)
         print(f"wrote alignments of {n} sentence pairs to {args.out}")
         return 0
     if args.verb == "predict":

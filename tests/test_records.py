@@ -46,3 +46,25 @@ def test_record_missing_field_is_named(tmp_path):
     path.write_text('{"record_type": "result", "schema_version": 1, "key": "k"}\n')
     with pytest.raises(DataFileError, match="field 'task'"):
         read_results(path)
+
+
+def _append_many(path: str, writer: int) -> None:
+    for i in range(100):
+        append_jsonl(Path(path), {"writer": writer, "i": i, "pad": "x" * 20_000})
+
+
+def test_two_processes_appending_to_one_file_lose_and_cut_no_line(tmp_path):
+    """Lines longer than the write buffer, from 3 processes at once: every line arrives
+    whole (the lock keeps a writer's tail repair from cutting another's line)."""
+    import multiprocessing
+
+    path = tmp_path / "results.jsonl"
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_append_many, args=(str(path), w)) for w in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    rows = read_jsonl(path)
+    assert sorted((r["writer"], r["i"]) for r in rows) == [(w, i) for w in range(3)
+                                                            for i in range(100)]

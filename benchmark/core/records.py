@@ -14,6 +14,7 @@ on the next read and repaired on the next append, so it is never read as a resul
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import time
@@ -116,13 +117,19 @@ def _from_dict(cls, record_type: str, d: dict, where: str):
 
 
 def append_jsonl(path: Path, obj: dict) -> None:
-    """Append one line durably; first cut off any partial line left by a crash."""
+    """Append one line durably; first cut off any partial line left by a crash. The
+    file is locked meanwhile, so two runs may share one ``--out`` folder (e.g. the two
+    directions of the alignment task) without cutting or interleaving each other's
+    lines."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _repair_tail(path)
+    line = io.StringIO()
+    with jsonlines.Writer(line, compact=True, sort_keys=True) as writer:
+        writer.write(obj)
     with open(path, "a", encoding="utf-8") as fh:
-        with jsonlines.Writer(fh, compact=True, sort_keys=True) as writer:
-            writer.write(obj)
+        fcntl.flock(fh, fcntl.LOCK_EX)  # released when fh closes
+        _repair_tail(path)
+        fh.write(line.getvalue())
         fh.flush()
         os.fsync(fh.fileno())
 
