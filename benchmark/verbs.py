@@ -11,12 +11,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import torch
-
 import submissions
-import tasks as task_registry
 from benchmark.core import stats
-from benchmark.core.api import ALIGNMENT
 from benchmark.core.cache import content_hash
 from benchmark.core.errors import DataFileError, InputError, PluginError
 from benchmark.core.isolation import plugin_caller
@@ -30,7 +26,7 @@ from benchmark.core.records import (
 from benchmark.core.validation import CheckResult, run_checks
 from benchmark.plan import RunConfig
 from benchmark.runner import RunSummary, metrics_for, record_failure, resolve_explainer, run
-from benchmark.session import open_session, per_example_rows, task_options
+from benchmark.session import open_session, per_example_rows
 from metrics.agreement import agreement_matrix, check_k_frac
 
 

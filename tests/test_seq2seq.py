@@ -118,7 +118,7 @@ def test_explained_logits_are_the_teacher_forced_ones_at_the_last_prefix_step(re
     there, whatever the padding of the other rows."""
     model, val_rows, _, _, _ = reverser
     model.eval()
-    batch, labels = teacher_forced(val_rows[:16])
+    batch, _ = teacher_forced(val_rows[:16])
     lengths = batch.prefix_mask.sum(1)
     cut = torch.clamp(lengths - 2, min=1)  # rows explained at different positions
     prefix_mask = torch.arange(batch.prefix.shape[1]) < cut[:, None]
