@@ -96,6 +96,12 @@ class AlignmentTask:
                             folder / "gold", n, split)
         corpus = read_parallel(folder / "parallel")
         pairs = [(tuple(r["src"]), tuple(r["tgt"])) for r in corpus]
+        seen = {p.src for rows in gold.values() for p in rows}
+        kept = [pair for pair in pairs if pair[0] not in seen]  # gold is never trained on
+        if len(kept) < len(pairs):
+            log.warning("%s: left out %d training pairs whose source sentence is a gold one",
+                        folder / "parallel", len(pairs) - len(kept))
+        pairs = kept
         if self.reverse:
             gold = {split: [p.reversed() for p in rows] for split, rows in gold.items()}
             pairs = [(t, s) for s, t in pairs]

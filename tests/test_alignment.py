@@ -4,6 +4,7 @@ symmetrization — against hand-worked cases and the shared Hansards copy."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -142,3 +143,34 @@ def test_symmetrization():
     assert grow_diag_final(forward, reverse, 4, 4) == {(0, 0), (1, 1), (1, 2), (2, 3), (3, 3)}
     # links of the union whose both words are already aligned never enter
     assert grow_diag_final({(0, 0), (1, 1)}, {(0, 0), (1, 1), (0, 1)}, 2, 2) == {(0, 0), (1, 1)}
+
+
+def test_the_task_never_trains_on_a_gold_sentence_and_can_drop_bad_links(tmp_path, caplog):
+    """A user's folder whose parallel corpus repeats a gold source sentence: that pair
+    is left out of training (and counted); --gold-out-of-range drop reaches read_gold
+    through the run config."""
+    import logging
+
+    from benchmark.plan import RunConfig
+    from benchmark.session import task_options
+    from tasks.alignment import TASK
+
+    root = tmp_path / "pair"
+    root.mkdir()
+    bad = {**GOOD, "id": 2, "possible": [[0, 0], [1, 1], [1, 7]]}
+    _gold(root, GOOD, bad, split="test")
+    _gold(root, GOOD, split="validation")
+    (root / "parallel").mkdir()
+    rows = [{"src": ["le", "chat"], "tgt": ["the", "cat"]}] + [
+        {"src": ["un", f"mot{i}"], "tgt": ["a", f"word{i}"]} for i in range(6)]
+    (root / "parallel" / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    task = dataclasses.replace(TASK, held_out=2)
+    config = RunConfig(data_dir=str(tmp_path), variant="pair")
+    with pytest.raises(DataFileError, match=r"link \[1, 7\] is outside"):
+        task.read(task_options(config, 0))
+    config = dataclasses.replace(config, gold_out_of_range="drop")
+    with caplog.at_level(logging.WARNING):
+        gold, dropped, training, held = task.read(task_options(config, 0))
+    assert dropped == {"validation": 0, "test": 1}
+    assert len(training) + len(held) == 6 and ("le", "chat") not in {s for s, _ in training}
+    assert "left out 1 training pairs" in caplog.text and "dropped 1 gold links" in caplog.text
