@@ -12,14 +12,13 @@ how many forward passes of a row one explanation of that row costs).
 
 import dataclasses
 import os
-import time
 from pathlib import Path
 
 import pytest
+from forward_rate import best_forward_rows_per_s
 
 import submissions
 from benchmark.core.api import TaskOptions
-from benchmark.core.perturb import Perturber
 from benchmark.plan import RunConfig
 from benchmark.runner import resolve_explainer
 from benchmark.session import EvaluationSession
@@ -54,14 +53,7 @@ def session():
 def forward_rows_per_s(session):
     """Best rows/s of plain batched forward passes over the rows, across chunk sizes."""
     batches = [b for b, _, _ in session.prepared.batches(session.examples, 4096)]
-    best = 0.0
-    for chunk in CHUNKS:
-        engine = Perturber(session.prepared.model, chunk_size=chunk, share=False)
-        start = time.perf_counter()
-        for b in batches:
-            engine.probs(b)
-        best = max(best, engine.rows_forwarded / (time.perf_counter() - start))
-    return best
+    return best_forward_rows_per_s(session.prepared.model, batches, CHUNKS)
 
 
 @pytest.mark.parametrize("name", list(submissions.REFERENCE))

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from forward_rate import best_forward_rows_per_s
 
 import metrics as metric_registry
 import submissions
@@ -57,14 +58,7 @@ def forward_rows_per_s(setup):
     """Best rows/s of plain batched forward passes over the examples, across chunk sizes."""
     session, _ = setup
     batches = [b for b, _, _ in session.prepared.batches(session.examples * 4, 2048)]
-    best = 0.0
-    for chunk in CHUNKS:
-        p = Perturber(session.prepared.model, chunk_size=chunk, share=False)
-        start = time.perf_counter()
-        for b in batches:
-            p.probs(b)
-        best = max(best, p.rows_forwarded / (time.perf_counter() - start))
-    return best
+    return best_forward_rows_per_s(session.prepared.model, batches, CHUNKS)
 
 
 def test_forward(benchmark, setup, forward_rows_per_s):
