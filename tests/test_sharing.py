@@ -127,3 +127,32 @@ def test_a_full_memory_is_emptied_and_answers_stay_right():
         metric.compute(inp)  # again: the memory was emptied, so this forwards again
     assert torch.equal(small.last, plain.last)
     assert small.rows_forwarded > 1 + 5  # more than once through, since it did not fit
+
+
+class Wide(Counting):
+    """The voting model with 1,000 outputs (most never likely), like a translation
+    model's vocabulary: what the memory stores per row is 1,000 probabilities."""
+
+    def logits(self, batch):
+        votes = super().logits(batch)
+        return torch.cat([votes, torch.full((len(batch), 998), -30.0)], dim=1)
+
+
+def test_the_memory_bound_counts_stored_probabilities_not_rows():
+    """With 1,000 outputs per row and room for 10,000 values, at most 10 rows are kept
+    (the 4M-row bound alone let an 8,000-word vocabulary ask for 33 GB); the answers
+    still equal unshared ones."""
+    ids = torch.tensor([[2, 2, 3, 3, 2, 3, 2], [3, 3, 2, 2, 3, 2, 3]])
+    batch = Batch(ids, torch.ones(2, 7, dtype=torch.bool), ("a", "b"))
+    scores = torch.rand(2, 7, generator=torch.Generator().manual_seed(0))
+    small = Perturber(Wide(), max_cached_values=10_000)
+    plain = Perturber(Wide(), share=False)
+    metric = metric_registry.get_metric("aopc_morf")
+    sizes = []
+    for _ in range(3):
+        got = metric.compute(_inp(batch, scores, small)).values
+        sizes.append(small._store.shape[0])
+    want = metric.compute(_inp(batch, scores, plain)).values
+    assert torch.allclose(got, want)
+    assert max(sizes) <= 14  # 10 rows, or one request's own rows (2 base, 7 x 2 variants)
+    assert small._row_budget() == 10

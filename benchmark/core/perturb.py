@@ -13,7 +13,9 @@ empty input of every example under ``delete``) — is answered from memory, not
 forwarded again. This is exact: in eval mode a row's output depends only on that row.
 ``rows_requested`` counts what metrics asked for, ``rows_forwarded`` what went
 through the model. The memory is per engine (one model), bounded by ``max_cached``
-rows (when full it is emptied and filled again).
+rows and by ``max_cached_values`` stored probabilities (rows x outputs: a translation
+model has 8,000 outputs per row where a classifier has 2 or 3); when full it is
+emptied and filled again.
 
 Misses are sorted by resulting length, so a chunk pads little, and forwarded in
 chunks of ``chunk_size`` rows.
@@ -26,6 +28,7 @@ from benchmark.core.erasers import check_eraser, erase
 from benchmark.core.errors import InputError
 
 MAX_CACHED = 4_000_000  # rows, ~250 bytes each with their key
+MAX_CACHED_VALUES = 2**28  # stored probabilities: float32, 1 GiB
 
 
 class Perturber:
@@ -33,12 +36,13 @@ class Perturber:
     each distinct variant once (``share=False``: every requested row, as asked)."""
 
     def __init__(self, model: ExplainableModel, *, chunk_size: int = 512,
-                 eraser: str = "delete", share: bool = True, max_cached: int = MAX_CACHED):
+                 eraser: str = "delete", share: bool = True, max_cached: int = MAX_CACHED,
+                 max_cached_values: int = MAX_CACHED_VALUES):
         if chunk_size < 1:
             raise InputError(f"chunk_size must be >= 1, got {chunk_size}")
         check_eraser(eraser)
         self.model, self.chunk_size, self.eraser = model, chunk_size, eraser
-        self.share, self.max_cached = share, max_cached
+        self.share, self.max_cached, self.max_cached_values = share, max_cached, max_cached_values
         self.rows_requested = 0  # variants metrics asked for
         self.rows_forwarded = 0  # rows that went through the model
         self._slot: dict[bytes, int] = {}  # variant key -> row of self._store
@@ -66,7 +70,7 @@ class Perturber:
         if not self.share:
             return self._forward(variants, torch.arange(n))
         keys = variant_keys(variants)
-        if len(self._slot) + n > self.max_cached:
+        if len(self._slot) + n > self._row_budget():
             self._slot, self._store = {}, None
         slots, new, pending = [], [], {}
         for i, key in enumerate(keys):
@@ -100,13 +104,20 @@ class Perturber:
             self.rows_forwarded += len(idx)
         return out
 
+    def _row_budget(self) -> int:
+        """Rows the memory may hold: ``max_cached``, fewer when rows are wide."""
+        width = 1 if self._store is None else max(self._store.shape[1], 1)
+        return max(1, min(self.max_cached, self.max_cached_values // width))
+
     def _keep(self, probs: torch.Tensor, first: int) -> None:
-        """Store ``probs`` at rows first.. of the memory, growing it by doubling."""
+        """Store ``probs`` at rows first.. of the memory, growing it by doubling (never
+        past the budget, unless one request alone needs more)."""
         probs = probs.cpu()
         need = first + len(probs)
         if self._store is None or self._store.shape[0] < need:
-            grown = torch.empty(max(need, 2 * (0 if self._store is None else len(self._store)),
-                                    1024), probs.shape[1])
+            budget = max(1, min(self.max_cached, self.max_cached_values // max(probs.shape[1], 1)))
+            size = max(need, 2 * (0 if self._store is None else len(self._store)), 1024)
+            grown = torch.empty(max(need, min(size, budget)), probs.shape[1])
             if self._store is not None:
                 grown[: first] = self._store[: first]
             self._store = grown
