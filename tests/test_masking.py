@@ -1,0 +1,65 @@
+"""ROAR's masking transforms on hand-worked examples: how many tokens, which ones,
+ties, the float pitfall of floor(k · n), keys, and the random baseline's determinism."""
+
+import pytest
+
+from benchmark.core.api import DataTransform, Example
+from benchmark.core.errors import InputError
+from benchmark.core.vocab import UNK
+from metrics.masking import RandomMask, TopKMask, mask_count, top_positions
+
+A = Example("a", ("the", "film", "is", "great", "fun"), 1)
+B = Example("b", ("dull",), 0)
+SCORES = {"a": [0.1, 0.9, -2.0, 0.9, 0.3], "b": [5.0]}
+
+
+def test_counts_are_floor_of_ratio_times_length_exactly():
+    assert [mask_count(k, 10) for k in (0.1, 0.3, 0.5, 0.7, 0.9)] == [1, 3, 5, 7, 9]
+    assert mask_count(0.29, 100) == 29  # float: 0.29 * 100 = 28.999999999999996
+    assert mask_count(0.57, 100) == 57  # float: 56.99999999999999
+    assert mask_count(0.3, 3) == 0 and mask_count(1.0, 4) == 4
+    with pytest.raises(InputError, match=r"in \[0, 1\]"):
+        mask_count(1.5, 4)
+
+
+def test_top_k_masks_the_highest_scores_ties_to_the_earlier_position():
+    # ratio 0.5 of 5 tokens: 2; "film" and "great" tie at 0.9 and both go
+    assert top_positions(SCORES["a"], 0.5) == [1, 3]
+    # ratio 0.3: 1 token; of the tie, the earlier position ("film")
+    assert top_positions(SCORES["a"], 0.3) == [1]
+    # ratio 0.7: 3 tokens; the negative "is" is never among the top three
+    assert top_positions(SCORES["a"], 0.7) == [1, 3, 4]
+    t = TopKMask(SCORES, 0.5, "gradient@1")
+    assert isinstance(t, DataTransform)
+    a, b = t.apply("train", [A, B])
+    assert a.tokens == ("the", UNK, "is", UNK, "fun") and a.label == 1
+    assert b.tokens == ("dull",)  # floor(0.5 * 1) = 0: a one-word example keeps its word
+
+
+def test_the_key_names_everything_that_decides_the_output():
+    base = TopKMask(SCORES, 0.5, "gradient@1")
+    assert base.key == TopKMask(dict(SCORES), 0.5, "gradient@1").key
+    assert base.key != TopKMask(SCORES, 0.3, "gradient@1").key
+    assert base.key != TopKMask({**SCORES, "b": [4.0]}, 0.5, "gradient@1").key
+    assert base.key != TopKMask(SCORES, 0.5, "occlusion@1").key
+    assert base.key != RandomMask(0.5).key != RandomMask(0.5, seed=1).key
+
+
+def test_an_example_without_matching_scores_is_named():
+    with pytest.raises(InputError, match=r"validation example 'b' has 1 tokens but none"):
+        TopKMask({"a": SCORES["a"]}, 0.5, "gradient@1").apply("validation", [A, B])
+    with pytest.raises(InputError, match=r"example 'a' has 5 tokens but 2 scores"):
+        TopKMask({"a": [0.1, 0.2], "b": [1.0]}, 0.5, "gradient@1").apply("train", [A])
+
+
+def test_random_masking_is_exact_in_count_and_the_same_for_the_same_example():
+    long = [Example(f"x{i}", tuple(f"w{j}" for j in range(20)), 0) for i in range(50)]
+    t = RandomMask(0.3, seed=7)
+    first = t.apply("train", long)
+    assert all(sum(tok == UNK for tok in e.tokens) == 6 for e in first)
+    assert t.apply("test", list(reversed(long)))[::-1] == first  # order and split do not matter
+    other = RandomMask(0.3, seed=8).apply("train", long)
+    assert any(x.tokens != y.tokens for x, y in zip(first, other))
+    # positions spread over the sentence: every position is masked somewhere
+    hit = {i for e in first for i, tok in enumerate(e.tokens) if tok == UNK}
+    assert hit == set(range(20))
