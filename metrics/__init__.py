@@ -20,6 +20,7 @@ from metrics.erasure import AOPC_LERF, AOPC_MORF
 from metrics.flip import FLIP_FRACTION, FLIP_RATE
 from metrics.plausibility import AUPRC, AVERAGE_PRECISION, R_PRECISION, TOKEN_F1, TOKEN_F1_MICRO
 from metrics.rationale import COMPREHENSIVENESS, SUFFICIENCY
+from metrics.roar import ROAR
 from metrics.share import SEGMENT_SHARE
 
 REGISTRY: Registry[SimpleMetric] = Registry("metric")
@@ -38,6 +39,7 @@ REGISTRY.add(SEGMENT_SHARE.spec.name, SEGMENT_SHARE)
 REGISTRY.add(AER_METRIC.spec.name, AER_METRIC)
 REGISTRY.add(PRECISION_METRIC.spec.name, PRECISION_METRIC)
 REGISTRY.add(RECALL_METRIC.spec.name, RECALL_METRIC)
+REGISTRY.add(ROAR.spec.name, ROAR)
 
 
 def get_metric(name: str) -> SimpleMetric:
@@ -47,13 +49,15 @@ def get_metric(name: str) -> SimpleMetric:
 
 def default_metrics(kind: str, has_reference: bool) -> list[SimpleMetric]:
     """Registered metrics that apply to task ``kind``, in registration order;
-    reference-needing (plausibility) metrics only if the task has references."""
+    reference-needing (plausibility) metrics only if the task has references. Metrics
+    that retrain models (ROAR) run only when asked for by name: each costs a training."""
     if kind not in TASK_KINDS:
         raise UnknownNameError(f"unknown task kind {kind!r} (known: {', '.join(TASK_KINDS)})")
     return [
         metric
         for _, metric in REGISTRY.items()
         if kind in metric.spec.kinds and (has_reference or not metric.spec.needs_reference)
+        and not metric.spec.needs_training
     ]
 
 

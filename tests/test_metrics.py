@@ -472,6 +472,10 @@ def test_mixed_lengths_equal_each_example_alone(chunk):
                 assert t.flags[k][i].item() == a.flags[k].item()
 
 
+# metrics computed per batch; a retraining metric (ROAR) has its own tests (test_roar)
+PER_BATCH = [name for name, m in REGISTRY.items() if not m.spec.needs_training]
+
+
 class CountingPerturber(Perturber):
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
@@ -482,7 +486,7 @@ class CountingPerturber(Perturber):
         return super().probs_of_variants(*args, **kw)
 
 
-@pytest.mark.parametrize("name", REGISTRY.names())
+@pytest.mark.parametrize("name", PER_BATCH)
 def test_each_metric_calls_the_perturber_once(name):
     inp = make_input(ROWS, SCORES, reference=REFS, chunk=2, segments=SEGMENTS)
     counting = CountingPerturber(MODEL, chunk_size=2)
@@ -497,7 +501,7 @@ SEGMENTS = [[0] * (len(r) // 2) + [1] * (len(r) - len(r) // 2) for r in ROWS]
 ID_RE = re.compile(r"^[a-z][a-z0-9_]*(\[[^\]]*\])?@[0-9A-Za-z.]+$")
 
 
-@pytest.mark.parametrize("name", REGISTRY.names())
+@pytest.mark.parametrize("name", PER_BATCH)
 def test_registered_metric_contract(name):
     metric = get_metric(name)
     spec = metric.spec
@@ -538,7 +542,7 @@ def test_registered_metric_contract(name):
         assert flag.shape == (len(ROWS),) and flag.dtype == torch.bool
 
 
-@pytest.mark.parametrize("name", REGISTRY.names())
+@pytest.mark.parametrize("name", PER_BATCH)
 def test_empty_batch_gives_empty_values(name):
     batch = make_batch([[2]], segments=[[0]]).select([])
     inp = MetricInput(
@@ -570,6 +574,7 @@ def test_registry_and_helpers():
         "aer",
         "alignment_precision",
         "alignment_recall",
+        "roar",
     ]
     with pytest.raises(UnknownNameError, match="did you mean 'sufficiency'"):
         get_metric("sufficency")
@@ -580,7 +585,8 @@ def test_registry_and_helpers():
     pairs = [m.spec.name for m in default_metrics(PAIR_CLASSIFICATION, has_reference=True)]
     assert pairs == REGISTRY.names()[:12]
     alignment = [m.spec.name for m in default_metrics(ALIGNMENT, has_reference=True)]
-    assert alignment == REGISTRY.names()[:6] + REGISTRY.names()[12:]  # erasure per row, AER
+    assert alignment == REGISTRY.names()[:6] + REGISTRY.names()[12:15]  # erasure per row, AER
+    assert "roar" not in plain + pairs  # retraining runs only when asked for
     with pytest.raises(UnknownNameError):
         default_metrics("regression", has_reference=False)
     with pytest.raises(InputError, match="did you mean 'k_max'"):
@@ -608,7 +614,7 @@ def test_bad_params_are_input_errors(name, params, match):
         value(name, [X], [X_SCORES], **params)
 
 
-@pytest.mark.parametrize("name", REGISTRY.names())
+@pytest.mark.parametrize("name", PER_BATCH)
 def test_empty_example_is_an_error_naming_it(name):
     with pytest.raises(InputError, match="ex1"):
         value(name, [X, []], [X_SCORES, []], segments=[[0] * len(X), []])

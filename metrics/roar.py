@@ -1,0 +1,65 @@
+"""ROAR, RemOve And Retrain (Hooker et al. 2019): mask each example's top-k% tokens by
+the explainer (on every split, with the original model's explanations), train a fresh
+model on the masked training split (same configuration, early stopping on the masked
+validation split), and score its correctness on the masked evaluation examples. An
+explainer that found the evidence leaves less of it: lower accuracy is more faithful.
+``mask=random`` masks k% at random instead, the baseline every curve is read against.
+
+One record per (explainer, ratio, model seed); its mean is the retrained model's
+accuracy. The retrained model is cached under the transform's content key, so the
+random baseline (whose key does not name the explainer) trains once per ratio and
+seed, whichever explainer asks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from benchmark.core.api import CLASSIFICATION, PAIR_CLASSIFICATION, MetricOutput, MetricSpec
+from benchmark.core.errors import InputError
+from metrics.masking import RandomMask, TopKMask
+
+CITATION = ("Hooker, Erhan, Kindermans & Kim (2019). A benchmark for interpretability "
+            "methods in deep neural networks. NeurIPS.")
+MASKS = ("explainer", "random")
+
+
+@dataclasses.dataclass(frozen=True)
+class Roar:
+    spec: MetricSpec
+
+    def evaluate(self, inp) -> MetricOutput:
+        params = dict(self.spec.params)
+        ratio, mask = float(params["ratio"]), params["mask"]
+        if mask not in MASKS:
+            raise InputError(f"roar: mask must be one of {', '.join(MASKS)}, got {mask!r}")
+        session = inp.session
+        if mask == "random":
+            transform = RandomMask(ratio, seed=inp.options.seed)
+        else:
+            scores = {}
+            for split in getattr(session.prepared, "splits", {session.split: None}):
+                other = session if split == session.split and session.limit is None else \
+                    session.on_split(split)
+                explained = inp.scores if other is session else other.explain(inp.explainer).scores
+                scores.update({e.id: s for e, s in zip(other.examples, explained)})
+            transform = TopKMask(scores, ratio, inp.explainer.spec.id)
+        [retrained] = inp.executor.map(lambda seed: inp.trainer(transform, seed),
+                                       [inp.options.seed])
+        wanted = [e.id for e in session.examples]
+        masked = {e.id: e for e in retrained.examples(session.split)}
+        rows = [masked[i] for i in wanted]
+        retrained.model.eval()
+        right = []
+        with torch.no_grad():
+            for batch, labels, _ in retrained.batches(rows, 64):
+                right.append((retrained.model.logits(batch).argmax(-1) == labels).double())
+        return MetricOutput(torch.cat(right))
+
+
+ROAR = Roar(MetricSpec(name="roar", version="1", direction="lower",
+                       kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}),
+                       params=(("ratio", 0.5), ("mask", "explainer")), family="faithfulness",
+                       citation=CITATION, needs_training=True))
