@@ -170,7 +170,7 @@ def test_the_task_never_trains_on_a_gold_sentence_and_can_drop_bad_links(tmp_pat
         task.read(task_options(config, 0))
     config = dataclasses.replace(config, gold_out_of_range="drop")
     with caplog.at_level(logging.WARNING):
-        gold, dropped, training, held = task.read(task_options(config, 0))
+        _, dropped, training, held = task.read(task_options(config, 0))
     assert dropped == {"validation": 0, "test": 1}
     assert len(training) + len(held) == 6 and ("le", "chat") not in {s for s, _ in training}
     assert "left out 1 training pairs" in caplog.text and "dropped 1 gold links" in caplog.text

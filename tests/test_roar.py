@@ -27,7 +27,7 @@ def roar_run(tmp_path, monkeypatch, one_thread):
 
 
 def test_roar_masking_the_explainers_top_tokens_hurts_more_than_random(roar_run):
-    config, records = roar_run
+    _, records = roar_run
     top = records["roar[mask=explainer;ratio=0.3]@1"].estimate
     rand = records["roar[mask=random;ratio=0.3]@1"].estimate
     assert top["n"] == rand["n"] == 200
