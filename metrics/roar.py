@@ -39,12 +39,11 @@ class Roar:
         if mask == "random":
             transform = RandomMask(ratio, seed=inp.options.seed)
         else:
-            scores = {}
-            for split in getattr(session.prepared, "splits", {session.split: None}):
-                other = session if split == session.split and session.limit is None else \
-                    session.on_split(split)
-                explained = inp.scores if other is session else other.explain(inp.explainer).scores
-                scores.update({e.id: s for e, s in zip(other.examples, explained)})
+            scores = {}  # every split, whole: the session's explanation cache serves repeats
+            for split in session.prepared.splits:
+                whole = session.on_split(split)
+                scores.update(zip((e.id for e in whole.examples),
+                                  whole.explain(inp.explainer).scores))
             transform = TopKMask(scores, ratio, inp.explainer.spec.id)
         [retrained] = inp.executor.map(lambda seed: inp.trainer(transform, seed),
                                        [inp.options.seed])

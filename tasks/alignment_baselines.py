@@ -21,7 +21,7 @@ from benchmark.core.errors import InputError
 from benchmark.core.links import SYMMETRIZE, diagonal_links, symmetrize
 
 ALIGNERS = ("diagonal", "eflomal")
-DIRECTIONS = ("forward", "reverse", *SYMMETRIZE)
+COMBINE = ("forward", "reverse", *SYMMETRIZE)  # one direction, or both combined
 
 
 def diagonal(pairs) -> dict[str, list[list[int]]]:
@@ -33,8 +33,8 @@ def eflomal_links(pairs, training, *, combine: str = "grow-diag-final"
                   ) -> dict[str, list[list[int]]]:
     """{pair id: sorted [i, j] links} from eflomal run on ``pairs`` + ``training``
     ((src, tgt) token tuples): one direction, or both combined by ``combine``."""
-    if combine not in DIRECTIONS:
-        raise InputError(f"combine must be one of {', '.join(DIRECTIONS)}, got {combine!r}")
+    if combine not in COMBINE:
+        raise InputError(f"combine must be one of {', '.join(COMBINE)}, got {combine!r}")
     forward, reverse = _cached_directions(pairs, training)
     out = {}
     for p, fwd, rev in zip(pairs, forward, reverse):

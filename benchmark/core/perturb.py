@@ -104,10 +104,12 @@ class Perturber:
             self.rows_forwarded += len(idx)
         return out
 
-    def _row_budget(self) -> int:
-        """Rows the memory may hold: ``max_cached``, fewer when rows are wide."""
-        width = 1 if self._store is None else max(self._store.shape[1], 1)
-        return max(1, min(self.max_cached, self.max_cached_values // width))
+    def _row_budget(self, width: int | None = None) -> int:
+        """Rows the memory may hold: ``max_cached``, fewer when rows are ``width`` wide
+        (default: the stored rows' width, 1 before anything is stored)."""
+        if width is None:
+            width = 1 if self._store is None else self._store.shape[1]
+        return max(1, min(self.max_cached, self.max_cached_values // max(width, 1)))
 
     def _keep(self, probs: torch.Tensor, first: int) -> None:
         """Store ``probs`` at rows first.. of the memory, growing it by doubling (never
@@ -115,9 +117,9 @@ class Perturber:
         probs = probs.cpu()
         need = first + len(probs)
         if self._store is None or self._store.shape[0] < need:
-            budget = max(1, min(self.max_cached, self.max_cached_values // max(probs.shape[1], 1)))
             size = max(need, 2 * (0 if self._store is None else len(self._store)), 1024)
-            grown = torch.empty(max(need, min(size, budget)), probs.shape[1])
+            grown = torch.empty(max(need, min(size, self._row_budget(probs.shape[1]))),
+                                probs.shape[1])
             if self._store is not None:
                 grown[: first] = self._store[: first]
             self._store = grown
