@@ -14,6 +14,7 @@ import sys
 from tabulate import tabulate
 
 from benchmark.core.errors import FaithbenchError, InputError
+from benchmark.core.executor import EXECUTORS
 from benchmark.core.isolation import ISOLATION
 from benchmark.core.names import FAMILIES
 from benchmark.plan import DEFAULT_OUT, RunConfig
@@ -71,6 +72,13 @@ EPILOGS = {
   (reuses the explanations a `faithbench run` with the same --out already wrote)""",
     "list": """examples:
   faithbench list""",
+    "roar": """examples:
+  faithbench roar --limit 200                       # offline default: synthetic task, 1 seed
+  faithbench --threads 1 roar --tasks sentiment --data-dir ../shared/data --variant sentences \
+      --seeds 0 1 2 --executor pool --workers 2 --out runs/roar
+  faithbench roar --tasks sentiment --data-dir ../shared/data --variant sentences \
+      --explainers attention gradient --recursive --executor ray --address HOST:6379
+  (resumes: a rerun trains only the jobs missing from <out>/roar/rows.jsonl and prints the tables)""",
 }
 
 
@@ -94,6 +102,16 @@ def _common(p: argparse.ArgumentParser, *, out: bool = True) -> None:
                    "in workers; none = all in-process")
     p.add_argument("--train-limit", type=int, help="train on the first N training rows only")
     p.add_argument("--epochs", type=int, help="override the task's maximum epochs")
+    p.add_argument("--masked-training", action="store_true",
+                   help="train the task models with random masking (half of each batch "
+                   "masked at a U(0,1) ratio), so erasure is in distribution for them")
+    p.add_argument("--executor", choices=EXECUTORS, default="in-process",
+                   help="where retraining jobs run (ROAR): in-process (default), pool "
+                   "(worker processes on this machine) or ray (a cluster)")
+    p.add_argument("--workers", type=int, help="pool size, or a new local Ray cluster's "
+                   "CPUs (default: all cores)")
+    p.add_argument("--address", help="address of a running Ray cluster (ray start --head "
+                   "prints it); default: start a local one")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     if out:
         p.add_argument("--out", default=DEFAULT_OUT, help=f"results folder (default {DEFAULT_OUT})")
@@ -196,6 +214,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metric")
     p.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
 
+    p = verb("roar", "retrain on masked data (ROAR curves, RACU), shift and leakage diagnostics")
+    p.add_argument("--tasks", nargs="+", default=["synthetic"], help="classification tasks")
+    p.add_argument("--explainers", nargs="+", default=[],
+                   help="default: the six reference explainers (spaces or commas)")
+    p.add_argument("--seeds", nargs="+", default=["0"],
+                   help="model seeds: one curve point per seed (published tables use 0 1 2)")
+    p.add_argument("--ratios", nargs="+", type=float, default=[0.1, 0.3, 0.5, 0.7, 0.9],
+                   help="masked share of each example's tokens (default 0.1 0.3 0.5 0.7 0.9)")
+    p.add_argument("--recursive", action="store_true", help="also recursive ROAR: each "
+                   "ratio's explanation by the model retrained at the previous ratio")
+    p.add_argument("--no-leakage", action="store_true",
+                   help="skip the mask-pattern models of the leakage check")
+    p.add_argument("--leakage-seeds", type=int, default=1,
+                   help="leakage models for the first N seeds (default 1)")
+    p.add_argument("--format", choices=["table", "markdown"], default="table")
+    _common(p)
+
     p = verb("agreement", "how alike explainers rank tokens: Kendall tau-b and top-k overlap")
     p.add_argument("--task", required=True)
     p.add_argument("--explainers", nargs="+", default=[], help="default: the six reference explainers")
@@ -251,6 +286,10 @@ def _config(args) -> RunConfig:
         gold_out_of_range=g("gold_out_of_range", "error"),
         train_limit=g("train_limit"),
         epochs=g("epochs"),
+        masked_training=bool(g("masked_training")),
+        executor=g("executor", "in-process"),
+        workers=g("workers"),
+        address=g("address"),
         batch_size=g("batch_size", 32),
         chunk_size=g("chunk_size", 512),
         time_budget_s=g("time_budget", 5.0),
@@ -437,6 +476,15 @@ def dispatch(args) -> int:
         for f in failures:
             print(f"FAILED: {f.message}", file=sys.stderr)
         return 1 if failures else 0
+    if args.verb == "roar":
+        from benchmark.roar import SweepConfig, report, sweep
+
+        rows = sweep(config, SweepConfig(ratios=tuple(args.ratios), recursive=args.recursive,
+                                         leakage=not args.no_leakage,
+                                         leakage_seeds=args.leakage_seeds))
+        print(report(rows, fmt="github" if args.format == "markdown" else "simple"))
+        print(f"rows: {config.out}/roar/rows.jsonl")
+        return 0
     if args.verb == "list":
         from benchmark.catalog import catalog
 

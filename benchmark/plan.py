@@ -30,6 +30,10 @@ class RunConfig:
     gold_out_of_range: str = "error"  # alignment gold links outside a sentence: error or drop
     train_limit: int | None = None
     epochs: int | None = None
+    masked_training: bool = False  # task models trained with random masking (Madsen et al.)
+    executor: str = "in-process"  # where retraining jobs run: in-process, pool or ray
+    workers: int | None = None  # pool size / local Ray CPUs (None: all cores)
+    address: str | None = None  # a Ray cluster's address (None: start a local one)
     batch_size: int = 32  # examples per explain call and per metric call
     chunk_size: int = 512  # rows per forward pass in the perturbation engine
     time_budget_s: float = 5.0  # per example, per explainer call

@@ -34,7 +34,7 @@ from benchmark.core.api import (
     TrainingInput,
 )
 from benchmark.core.errors import InputError
-from benchmark.core.executor import InProcessExecutor
+from benchmark.core.executor import make_executor
 from benchmark.core.isolation import plugin_caller
 from benchmark.core.perturb import Perturber
 from benchmark.core.provenance import environment
@@ -71,7 +71,8 @@ class Scored:
 def task_options(config: RunConfig, seed: int) -> TaskOptions:
     return TaskOptions(data_dir=config.data_dir, seed=seed, train_limit=config.train_limit,
                        variant=config.variant, epochs=config.epochs,
-                       gold_out_of_range=config.gold_out_of_range)
+                       gold_out_of_range=config.gold_out_of_range,
+                       masked_training=config.masked_training)
 
 
 def open_session(task_name: str, config: RunConfig, seed: int | None = None
@@ -165,19 +166,30 @@ class EvaluationSession:
         ``--out``, does not explain again. Raises PluginError on the first bad batch;
         each call is guarded (``benchmark.core.isolation``).
         """
-        path = self._explanations_path(explainer) if cache and not self.from_file else None
-        if path is not None:
-            rows = read_jsonl(path)
-            if rows and len(rows) == len(self.examples):
-                return Explained([r["scores"] for r in rows], [r["target"] for r in rows],
-                                 rows[0].get("seconds", 0.0))
+        cache = cache and not self.from_file
+        found = self.cached(explainer) if cache else None
+        if found is not None:
+            return found
         explained = self._explain(explainer)
-        if path is not None:
-            write_jsonl_atomic(path, [
-                {"id": e.id, "tokens": list(e.tokens), "scores": s, "target": t,
-                 "seconds": explained.seconds}
-                for e, s, t in zip(self.examples, explained.scores, explained.targets)])
+        if cache:
+            self.store(explainer, explained)
         return explained
+
+    def cached(self, explainer: Explainer) -> Explained | None:
+        """The cached explanations of the session's split, or None."""
+        rows = read_jsonl(self._explanations_path(explainer))
+        if rows and len(rows) == len(self.examples):
+            return Explained([r["scores"] for r in rows], [r["target"] for r in rows],
+                             rows[0].get("seconds", 0.0))
+        return None
+
+    def store(self, explainer: Explainer, explained: Explained) -> None:
+        """Put explanations computed elsewhere (e.g. by a sweep's worker on another
+        machine) into this session's explanation cache."""
+        write_jsonl_atomic(self._explanations_path(explainer), [
+            {"id": e.id, "tokens": list(e.tokens), "scores": s, "target": t,
+             "seconds": explained.seconds}
+            for e, s, t in zip(self.examples, explained.scores, explained.targets)])
 
     def _explanations_path(self, explainer: Explainer) -> Path:
         key = unit_key(self.prepared.checkpoint, explainer.spec.id, "explanations", self.split,
@@ -264,7 +276,8 @@ class EvaluationSession:
             task=self.task, options=self.options, session=self, explainer=explainer,
             scores=[list(s) for s in scores], trainer=Trainer(self.task, self.options,
                                                               self.config.progress),
-            executor=InProcessExecutor()))
+            executor=make_executor(self.config.executor, workers=self.config.workers,
+                                   address=self.config.address)))
         return Scored(ids=[e.id for e in self.examples], values=out.values.double().numpy(),
                       flags={k: v.numpy() for k, v in out.flags.items()},
                       stats=None if out.stats is None else out.stats.double().numpy())

@@ -7,6 +7,13 @@ text, so 0.29 · 100 is 29, not the 28 that float arithmetic gives); ties go to 
 earlier position; an example has no padding, so padding is never chosen. A
 transform's ``key`` is the content hash of everything that decides its output, so a
 retrained model is cached under it and never confused with another's.
+
+``RecursiveMask`` is Madsen et al. (2022)'s recursive ROAR step: the positions the
+previous step masked stay masked, and the rest of the floor(k · n) come from scores
+that the previous step's retrained model gave to the already-masked input.
+``MaskPattern`` keeps only *where* a mask fell (the leakage check): masked positions
+become the mask token and every other token one constant word, so a model trained on
+it sees the pattern and the length, never a word.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from benchmark.core.api import Example
 from benchmark.core.cache import content_hash
 from benchmark.core.errors import InputError
 from benchmark.core.vocab import UNK
+
+KEPT = "<kept>"  # what MaskPattern puts at every position the mask left alone
 
 
 def mask_count(ratio: float, n: int) -> int:
@@ -66,16 +75,27 @@ class TopKMask:
                              "explainer": self.explainer,
                              "scores": sorted((k, list(v)) for k, v in self.scores.items())})
 
+    def positions(self, example: Example) -> list[int]:
+        return top_positions(_scores_of(self.scores, example, self.explainer), self.ratio)
+
     def apply(self, split: str, examples: list[Example]) -> list[Example]:
-        out = []
-        for e in examples:
-            s = self.scores.get(e.id)
-            if s is None or len(s) != len(e.tokens):
-                got = "none" if s is None else f"{len(s)} scores"
-                raise InputError(f"ROAR masking ({self.explainer}): {split} example {e.id!r} "
-                                 f"has {len(e.tokens)} tokens but {got}")
-            out.append(_masked(e, top_positions(s, self.ratio)))
-        return out
+        return _apply(self, split, examples)
+
+
+def _scores_of(scores: Mapping[str, Sequence[float]], example: Example, explainer: str):
+    s = scores.get(example.id)
+    if s is None or len(s) != len(example.tokens):
+        got = "none" if s is None else f"{len(s)} scores"
+        raise InputError(f"ROAR masking ({explainer}): example {example.id!r} "
+                         f"has {len(example.tokens)} tokens but {got}")
+    return s
+
+
+def _apply(mask, split: str, examples: list[Example]) -> list[Example]:
+    try:
+        return [_masked(e, mask.positions(e)) for e in examples]
+    except InputError as exc:
+        raise InputError(f"{exc} (split {split})") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,4 +117,64 @@ class RandomMask:
         return sorted(rng.sample(range(n), mask_count(self.ratio, n)))
 
     def apply(self, split: str, examples: list[Example]) -> list[Example]:
-        return [_masked(e, self.positions(e)) for e in examples]
+        return _apply(self, split, examples)
+
+
+@dataclasses.dataclass(frozen=True)
+class RecursiveMask:
+    """``previous``'s positions plus the highest-scoring unmasked ones, floor(ratio · n)
+    in all (ties to the earlier position). ``scores`` are the previous step's retrained
+    model's explanations of ``previous``'s masked data, one per token; ``previous``
+    None is the first step (= ``TopKMask``)."""
+
+    previous: TopKMask | RecursiveMask | None
+    scores: Mapping[str, Sequence[float]] = dataclasses.field(repr=False)
+    ratio: float
+    explainer: str
+
+    @property
+    def key(self) -> str:
+        return content_hash({"mask": "recursive", "ratio": repr(float(self.ratio)),
+                             "explainer": self.explainer,
+                             "previous": None if self.previous is None else self.previous.key,
+                             "scores": sorted((k, list(v)) for k, v in self.scores.items())})
+
+    def positions(self, example: Example) -> list[int]:
+        s = _scores_of(self.scores, example, self.explainer)
+        done = set(self.previous.positions(example)) if self.previous is not None else set()
+        want = mask_count(self.ratio, len(s))
+        if want < len(done):
+            raise InputError(f"recursive ROAR: ratio {self.ratio} masks fewer tokens than "
+                             "the previous step; ratios must increase")
+        rest = sorted((i for i in range(len(s)) if i not in done), key=lambda i: (-s[i], i))
+        return sorted(done | set(rest[: want - len(done)]))
+
+    def apply(self, split: str, examples: list[Example]) -> list[Example]:
+        return _apply(self, split, examples)
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskPattern:
+    """Only where ``inner`` masks: its positions become the mask token, all others
+    ``KEPT``. A model trained on this sees no word, so any accuracy above what length
+    alone gives means the mask pattern itself gives the label away."""
+
+    inner: TopKMask | RandomMask | RecursiveMask
+
+    @property
+    def key(self) -> str:
+        return content_hash({"mask": "pattern", "inner": self.inner.key})
+
+    def positions(self, example: Example) -> list[int]:
+        return self.inner.positions(example)
+
+    def apply(self, split: str, examples: list[Example]) -> list[Example]:
+        try:
+            return [_pattern(e, set(self.inner.positions(e))) for e in examples]
+        except InputError as exc:
+            raise InputError(f"{exc} (split {split})") from None
+
+
+def _pattern(example: Example, masked: set[int]) -> Example:
+    tokens = tuple(UNK if i in masked else KEPT for i in range(len(example.tokens)))
+    return dataclasses.replace(example, tokens=tokens)

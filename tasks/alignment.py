@@ -140,6 +140,9 @@ class AlignmentTask:
 
     def prepare(self, options: TaskOptions | None = None, *, progress: bool = True):
         options = options or TaskOptions()
+        if options.masked_training or options.transform is not None:
+            raise InputError(f"{self.spec.name}: masked training and ROAR apply to the "
+                             "classification tasks only")
         gold, dropped, training, held = self.read(options)
         src_vocab = Vocabulary.build((s for s, _ in training), self.min_freq)
         tgt_counts = Vocabulary.build((t for _, t in training), self.min_freq,

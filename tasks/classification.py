@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -27,6 +27,7 @@ from benchmark.core.models.training import TrainConfig, accuracy, seed_everythin
 from benchmark.core.vocab import Vocabulary, collate
 
 log = logging.getLogger(__name__)
+MASKED_SHARE = 0.5  # --masked-training: the share of each batch masked (Madsen et al.)
 
 
 @dataclass
@@ -45,6 +46,7 @@ class ReadyTask:
     config: dict
     history: list = field(default_factory=list)
     loaded_from_cache: bool = False
+    checkpoint_file: Path | None = None  # the cached weights (a retraining job ships it)
 
     @property
     def n_outputs(self) -> int:
@@ -119,7 +121,12 @@ class ClassificationTask:
     val_split: str = "validation"
     min_freq: int = 1
 
-    def prepare(self, options: TaskOptions = TaskOptions(), *, progress: bool = True) -> ReadyTask:
+    def model_file(self, options: TaskOptions = TaskOptions()) -> Path:
+        """Where ``prepare(options)`` keeps its trained model (exists once trained):
+        lets a sweep tell the jobs it must run from those already done."""
+        return self._setup(options)[-1]
+
+    def _setup(self, options: TaskOptions):
         splits = self.read(options)
         if options.train_limit:
             splits[self.train_split] = splits[self.train_split][: options.train_limit]
@@ -131,16 +138,22 @@ class ClassificationTask:
                                   **self.model_config)
         tconf = self.train_config
         if options.epochs:
-            tconf = TrainConfig(**{**tconf.as_dict(), "epochs": options.epochs})
+            tconf = replace(tconf, epochs=options.epochs)
+        if options.masked_training:  # half of each batch masked at a U(0, 1) ratio
+            tconf = replace(tconf, mask_training=MASKED_SHARE)
         config = {"task": self.spec.id, "variant": options.variant, "model": mconf.as_dict(),
                   "train": tconf.as_dict(), "seed": options.seed, "min_freq": self.min_freq}
         if options.transform is not None:  # absent otherwise: clean models keep their keys
             config["transform"] = options.transform.key
         key = content_hash({"data": fingerprint, **config})
-        path = checkpoint_path(self.spec.name, key)
+        return splits, fingerprint, vocab, mconf, tconf, config, key, checkpoint_path(self.spec.name, key)
+
+    def prepare(self, options: TaskOptions = TaskOptions(), *, progress: bool = True) -> ReadyTask:
+        splits, fingerprint, vocab, mconf, tconf, config, key, path = self._setup(options)
         seed_everything(options.seed)  # before the build: the seed decides the initial weights
         model = self.model_class(mconf)
-        ready = ReadyTask(self.spec, splits, vocab, model, {}, "", key, fingerprint, config)
+        ready = ReadyTask(self.spec, splits, vocab, model, {}, "", key, fingerprint, config,
+                          checkpoint_file=path)
         if path.exists():
             saved = torch.load(path, map_location="cpu", weights_only=True)
             model.load_state_dict(saved["state_dict"])

@@ -224,6 +224,7 @@ class TaskOptions:
     variant: str | None = None  # task-specific, e.g. the SST-2 training split
     epochs: int | None = None
     transform: DataTransform | None = None  # applied to every split before training
+    masked_training: bool = False  # train with random masking (classification tasks)
     gold_out_of_range: str = "error"  # alignment gold: "drop" removes and counts such links
 
 

@@ -34,9 +34,14 @@ class TrainConfig:
     weight_decay: float = 0.0
     clip: float = 5.0
     word_dropout: float = 0.0  # probability that a real training token becomes <unk>
+    # share of each batch's examples masked at a ratio drawn from U(0, 1) (Madsen et al.)
+    mask_training: float = 0.0
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if not d["mask_training"]:  # absent when off: earlier models keep their cache keys
+            del d["mask_training"]
+        return d
 
 
 def seed_everything(seed: int) -> None:
@@ -59,6 +64,26 @@ def word_dropout(batch: Batch, rate: float, unk_id: int, generator: torch.Genera
     if rate <= 0:
         return batch
     drop = (torch.rand(batch.ids.shape, generator=generator) < rate) & batch.mask.cpu()
+    return batch.replace(ids=torch.where(drop.to(batch.ids.device), unk_id, batch.ids))
+
+
+def random_masking(batch: Batch, share: float, unk_id: int, generator: torch.Generator) -> Batch:
+    """Masked training (Madsen, Reddy & Chandar's faithfulness-measurable models): each
+    example is chosen with probability ``share``; a chosen example draws a ratio
+    r ~ U(0, 1) and each of its real tokens becomes ``unk_id`` with probability r. The
+    model then sees masked inputs in training, so masking at test time is not out of
+    distribution for it.
+
+    >>> b = Batch(torch.tensor([[5, 6, 0]]), torch.tensor([[True, True, False]]), ("a",))
+    >>> random_masking(b, 0.0, 1, torch.Generator().manual_seed(0)).ids.tolist()
+    [[5, 6, 0]]
+    """
+    if share <= 0:
+        return batch
+    rows, width = batch.ids.shape
+    chosen = torch.rand(rows, generator=generator) < share
+    ratio = torch.rand(rows, generator=generator) * chosen
+    drop = (torch.rand((rows, width), generator=generator) < ratio.unsqueeze(1)) & batch.mask.cpu()
     return batch.replace(ids=torch.where(drop.to(batch.ids.device), unk_id, batch.ids))
 
 
@@ -144,6 +169,7 @@ def train(
                                    disable=not progress):
             opt.zero_grad()
             batch = word_dropout(batch, config.word_dropout, model.mask_id, dropout_rng)
+            batch = random_masking(batch, config.mask_training, model.mask_id, dropout_rng)
             loss, count = objective.loss(model, batch, labels)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), config.clip)
