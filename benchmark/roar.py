@@ -180,7 +180,9 @@ class _TaskSweep:
         for k in self.sc.ratios:
             scores = self.explain([(self.options(s, t), ref)
                                    for (s, ref, _), t in zip(chains, previous)])
-            previous = [RecursiveMask(t, by_id, k, e.spec.id)
+            # the first step is plain ROAR's mask (same model, trained once)
+            previous = [TopKMask(by_id, k, e.spec.id) if t is None
+                        else RecursiveMask(t, by_id, k, e.spec.id)
                         for (_, _, e), t, by_id in zip(chains, previous, scores)]
             self.run_points([(s, e.spec.id, k, t, "recursive")
                              for (s, _, e), t in zip(chains, previous)])

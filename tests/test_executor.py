@@ -1,25 +1,38 @@
 """Executors give the same results in the same order whichever runs the jobs."""
 
 import os
+import sys
 
 import pytest
 import torch
 
-from benchmark.core.cache import weights_hash
 from benchmark.core.executor import InProcessExecutor, ProcessPoolExecutor
 
 
-def _train(seed: int) -> tuple[str, int]:
-    """A seeded little training run: the weights hash it ends with, and the process."""
-    torch.manual_seed(seed)
-    model = torch.nn.Linear(8, 2)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    x, y = torch.randn(64, 8), torch.randint(0, 2, (64,))
-    for _ in range(20):
-        opt.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-        opt.step()
-    return weights_hash(model.state_dict()), os.getpid()
+def _trainer():
+    """A seeded little training run -> (weights hash, process id), as a closure: Ray
+    pickles it by value, so workers that cannot import this test module run it too."""
+    import os as os_
+
+    import torch as torch_
+
+    from benchmark.core.cache import weights_hash as hash_
+
+    def train(seed: int) -> tuple[str, int]:
+        torch_.manual_seed(seed)
+        model = torch_.nn.Linear(8, 2)
+        opt = torch_.optim.SGD(model.parameters(), lr=0.1)
+        x, y = torch_.randn(64, 8), torch_.randint(0, 2, (64,))
+        for _ in range(20):
+            opt.zero_grad()
+            torch_.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+        return hash_(model.state_dict()), os_.getpid()
+
+    return train
+
+
+_train = _trainer()
 
 
 def test_a_process_pool_returns_what_in_process_returns_in_job_order():
@@ -43,3 +56,94 @@ def test_closures_reach_the_workers_and_errors_come_back():
 
     with pytest.raises(ValueError, match="job 2 failed"):
         ProcessPoolExecutor(workers=2).map(fail, [1, 2, 3])
+
+
+def test_on_done_sees_every_result_once_and_a_pool_job_may_start_processes():
+    import multiprocessing
+
+    def child(j):  # an isolated plugin starts a process inside the job: no daemon workers
+        ctx = multiprocessing.get_context("fork")
+        p = ctx.Process(target=lambda: None)
+        p.start()
+        p.join()
+        return j * 2
+
+    for executor in (InProcessExecutor(), ProcessPoolExecutor(workers=2)):
+        seen = []
+        assert executor.map(child, [1, 2, 3], on_done=lambda i, r, seen=seen: seen.append((i, r))) == [2, 4, 6]
+        assert sorted(seen) == [(0, 2), (1, 4), (2, 6)]
+
+
+def test_jobs_run_at_one_thread_and_the_callers_count_comes_back():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert InProcessExecutor().map(lambda _: torch.get_num_threads(), [0]) == [1]
+        assert ProcessPoolExecutor(workers=1).map(lambda _: torch.get_num_threads(), [0]) == [1]
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_unknown_executor_is_named():
+    from benchmark.core.errors import InputError
+    from benchmark.core.executor import make_executor
+
+    with pytest.raises(InputError, match="unknown executor 'dask'; choose one of in-process, pool, ray"):
+        make_executor("dask")
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(tmp_path_factory):
+    """A real local Ray cluster (head node with 2 worker CPUs, its own processes), started
+    with ``ray start --head`` and stopped with ``ray stop`` after the module. It and this
+    driver share a fresh auth token: Ray 2.60 turns token auth on whenever it finds a
+    token (``ray.init()`` writes ~/.ray/auth_token), so a token left by an earlier local
+    cluster would otherwise lock the driver out."""
+    import importlib.util
+    import secrets
+    import shutil
+    import socket
+    import subprocess
+
+    if importlib.util.find_spec("ray") is None:  # not imported: Ray reads the auth env once
+        pytest.skip("ray is in the dev extra: pip install -e '.[dev]'")
+    ray_cli = shutil.which("ray")
+    assert ray_cli, "the ray package is installed but its `ray` command is not on PATH"
+    assert "ray" not in sys.modules, "ray imported before its auth settings were made"
+    token = tmp_path_factory.mktemp("ray") / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RAY_AUTH_MODE", "token")
+        env.setenv("RAY_AUTH_TOKEN_PATH", str(token))
+        subprocess.run([ray_cli, "start", "--head", f"--port={port}", "--num-cpus=2",
+                        "--include-dashboard=false", "--disable-usage-stats"],
+                       check=True, capture_output=True, timeout=120)
+        try:
+            yield f"127.0.0.1:{port}"
+        finally:
+            subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120, check=False)
+
+
+def test_ray_runs_jobs_on_the_cluster_with_the_same_results(ray_cluster):
+    from benchmark.core.executor import RayExecutor
+
+    seeds = [3, 1, 4]
+    here = InProcessExecutor().map(_train, seeds)
+    seen = []
+    on_ray = RayExecutor(address=ray_cluster).map(_trainer(), seeds,
+                                                  on_done=lambda i, r: seen.append(i))
+    assert [h for h, _ in on_ray] == [h for h, _ in here]  # same weights, bit for bit
+    assert os.getpid() not in {pid for _, pid in on_ray}  # ran in the cluster's workers
+    assert sorted(seen) == [0, 1, 2]
+
+    def fail(j):
+        if j == 2:
+            raise ValueError(f"job {j} failed")
+        return j
+
+    with pytest.raises(ValueError, match="job 2 failed"):
+        RayExecutor(address=ray_cluster).map(fail, [1, 2, 3])

@@ -1,0 +1,201 @@
+"""The ROAR sweep on the synthetic task (label decided by 1-3 planted words): the rows it
+writes, recounted one example at a time with the cached models; the curve and RACU
+the report prints, recomputed from the rows; recursion; resuming after kill -9; and the
+same rows from the process pool as in-process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import tasks as task_registry
+from benchmark.core.api import TaskOptions
+from benchmark.core.records import read_jsonl
+from benchmark.core.stats import racu
+from benchmark.plan import RunConfig
+from benchmark.roar import ALL, CLEAN, LENGTH, RANDOM, SweepConfig, report, sweep
+from metrics.masking import RandomMask
+
+SMALL = SweepConfig(ratios=(0.3, 0.6), recursive=True)
+OCC = "occlusion[eraser=delete]@1"
+
+
+def _config(out, **kw) -> RunConfig:
+    return RunConfig(out=str(out), explainers=("attention", "occlusion"), limit=120,
+                     seeds=(0, 1), progress=False, train_limit=1000, epochs=3, **kw)
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    root = tmp_path_factory.mktemp("roar")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("FAITHBENCH_CACHE", str(root / "cache"))
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            config = _config(root / "out")
+            rows = sweep(config, SMALL)
+            yield config, rows, root
+        finally:
+            torch.set_num_threads(threads)
+
+
+def _row(rows, kind, mask, ratio, seed):
+    [r] = [r for r in rows if (r["kind"], r["mask"], r["ratio"], r["seed"]) == (kind, mask, ratio, seed)]
+    return r
+
+
+def test_the_sweep_writes_one_row_per_point(swept):
+    _, rows, _ = swept
+    # per seed: the original, all masked, 2 random and 2 x 2 explainer points
+    assert sum(r["kind"] == "roar" for r in rows) == 2 * 8
+    assert sum(r["kind"] == "recursive" for r in rows) == 2 * 2 * 2
+    # seed 0 only: the length-only model and one pattern model per roar mask and ratio
+    leak = [r for r in rows if r["kind"] == "leakage"]
+    assert len(leak) == 1 + 6 and {r["seed"] for r in leak} == {0}
+    assert len({r["key"] for r in rows}) == len(rows)
+    assert all(r["n"] == 120 and len(r["correct"]) == 120 for r in rows)
+    assert _row(rows, "roar", CLEAN, 0.0, 0)["accuracy"] > 0.95  # the original model
+    # occlusion's top 30 % removes the planted words; random 30 % leaves most of them
+    assert (_row(rows, "roar", RANDOM, 0.3, 0)["accuracy"]
+            - _row(rows, "roar", OCC, 0.3, 0)["accuracy"]) > 0.1
+
+
+def _masked(config, seed, transform):
+    prepared = task_registry.get_task("synthetic").prepare(
+        TaskOptions(seed=seed, transform=transform, train_limit=config.train_limit,
+                    epochs=config.epochs), progress=False)
+    assert prepared.loaded_from_cache  # the sweep trained exactly this model
+    return prepared, prepared.examples("test", config.limit)
+
+
+def _predict_one_at_a_time(prepared, examples):
+    prepared.model.eval()
+    out = []
+    with torch.no_grad():
+        for e in examples:
+            batch, _, _ = next(iter(prepared.batches([e], 1)))
+            out.append(torch.softmax(prepared.model.logits(batch), -1)[0])
+    return torch.stack(out)
+
+
+def test_a_random_point_recounted_with_the_cached_models(swept):
+    config, rows, root = swept
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("FAITHBENCH_CACHE", str(root / "cache"))
+        row = _row(rows, "roar", RANDOM, 0.6, 1)
+        retrained, masked = _masked(config, 1, RandomMask(0.6, seed=1))
+        original = task_registry.get_task("synthetic").prepare(
+            TaskOptions(seed=1, train_limit=config.train_limit, epochs=config.epochs), progress=False)
+    labels = torch.tensor([e.label for e in masked])
+    assert sum(t == "<unk>" for e in masked for t in e.tokens) == sum(
+        6 * len(e.tokens) // 10 for e in masked)
+    right = _predict_one_at_a_time(retrained, masked).argmax(-1) == labels
+    assert row["correct"] == right.int().tolist()
+    assert row["checkpoint"] == retrained.checkpoint
+    # the original model on the same masked inputs: accuracy and drop of p(its prediction)
+    fixed = _predict_one_at_a_time(original, masked)
+    clean = _predict_one_at_a_time(original, original.examples("test", config.limit))
+    target = clean.argmax(-1)
+    assert row["fixed_accuracy"] == pytest.approx(float((fixed.argmax(-1) == labels).double().mean()))
+    drop = clean[torch.arange(120), target] - fixed[torch.arange(120), target]
+    assert row["fixed_drop"] == pytest.approx(float(drop.double().mean()), abs=1e-6)
+    assert 0.5 <= row["auroc_original"] <= 1 and 0 <= row["auroc_retrained"] <= 1
+
+
+def test_the_report_gives_the_curve_and_racu_of_the_rows(swept):
+    _, rows, _ = swept
+    text = report(rows)
+
+    def mean(mask, ratio, kind="roar"):
+        return np.mean([_row(rows, kind, mask, ratio, s)["accuracy"] for s in (0, 1)])
+
+    x = [0.0, 0.3, 0.6, 1.0]
+    ends = (mean(CLEAN, 0.0), mean(ALL, 1.0))
+    rand = [ends[0], mean(RANDOM, 0.3), mean(RANDOM, 0.6), ends[1]]
+    for kind, title in (("roar", "ROAR:"), ("recursive", "Recursive ROAR:")):
+        occ = [ends[0], mean(OCC, 0.3, kind), mean(OCC, 0.6, kind), ends[1]]
+        section = text.split(title)[1]
+        [line] = [ln for ln in section.splitlines() if ln.startswith(f"| {OCC}")][:1]
+        assert f"{occ[1]:.3f} [" in line and f"{racu(x, rand, occ):.3f} [" in line
+    # recursion's first step is plain ROAR: the same model
+    for seed in (0, 1):
+        assert (_row(rows, "recursive", OCC, 0.3, seed)["checkpoint"]
+                == _row(rows, "roar", OCC, 0.3, seed)["checkpoint"])
+        assert (_row(rows, "recursive", OCC, 0.6, seed)["checkpoint"]
+                != _row(rows, "roar", OCC, 0.6, seed)["checkpoint"])
+    assert "length-only model" in text and "Mahalanobis AUROC" in text
+
+
+def test_a_finished_sweep_reruns_as_a_report_without_training(swept, monkeypatch):
+    config, rows, root = swept
+    monkeypatch.setenv("FAITHBENCH_CACHE", str(root / "cache"))
+
+    def refuse(job):
+        raise AssertionError(f"a finished sweep ran {job!r}")
+
+    monkeypatch.setattr("benchmark.roar.train_job", refuse)
+    monkeypatch.setattr("benchmark.roar.explain_job", refuse)
+    again = sweep(config, SMALL)
+    assert [r["key"] for r in again] == [r["key"] for r in rows]
+    assert len(read_jsonl(Path(config.out) / "roar" / "rows.jsonl")) == len(rows)
+
+
+def test_the_process_pool_writes_the_same_rows(swept, tmp_path, monkeypatch):
+    _, rows, _ = swept
+    monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path / "cache"))
+    pooled = sweep(_config(tmp_path / "out", executor="pool", workers=2),
+                   SweepConfig(ratios=SMALL.ratios, leakage=False))
+    mine = {r["key"]: r for r in rows}
+    assert pooled and all(r["key"] in mine for r in pooled)
+    for r in pooled:
+        assert (r["checkpoint"], r["correct"]) == (mine[r["key"]]["checkpoint"], mine[r["key"]]["correct"])
+        if r["mask"] != CLEAN:
+            assert r["train_s"] is not None  # trained here, by the pool's workers
+
+
+def test_kill_9_mid_sweep_loses_only_the_jobs_in_flight(tmp_path):
+    env = {**os.environ, "FAITHBENCH_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
+    out = tmp_path / "out"
+    rows_file = out / "roar" / "rows.jsonl"
+    cmd = [sys.executable, "-m", "benchmark.cli", "--threads", "1", "roar", "--limit", "60",
+           "--explainers", "attention", "--ratios", "0.2", "0.4", "0.6", "0.8", "--no-leakage",
+           "--train-limit", "600", "--epochs", "2", "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline and len(read_jsonl(rows_file)) < 3:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = read_jsonl(rows_file)
+    assert 3 <= len(before) < 1 + 1 + 4 + 4, "the sweep finished before the kill"
+    models = tmp_path / "cache" / "models"
+    cached = {p.name for p in models.glob("*.pt")}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    after = read_jsonl(rows_file)
+    assert after[: len(before)] == before  # nothing lost or rewritten
+    assert len(after) == 1 + 1 + 4 + 4 == len({r["key"] for r in after})
+    assert "RACU" in done.stdout
+    # every model finished before the kill is reused: the rerun trains the missing rows'
+    # models less the one (in-process: one job at a time) that was done but not recorded
+    trained = {p.name for p in models.glob("*.pt")} - cached
+    missing = len(after) - len(before)
+    assert missing - 1 <= len(trained) <= missing
+    assert sum(r["train_s"] is not None for r in after[len(before):]) == len(trained)
+
+
+def test_bad_ratios_and_tasks_are_refused(tmp_path):
+    from benchmark.cli import main
+
+    assert main(["roar", "--ratios", "0.5", "0.3", "--out", str(tmp_path)]) == 2
+    assert main(["roar", "--ratios", "1.0", "--out", str(tmp_path)]) == 2
+    assert LENGTH == "length"
