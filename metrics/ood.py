@@ -17,11 +17,18 @@ import torch
 RIDGE = 1e-6  # times the mean variance: keeps the shared covariance invertible
 
 
+def output_layer(model: torch.nn.Module) -> torch.nn.Linear:
+    """The model's last linear layer, which the task models register last: ``out`` of
+    the classifier, the final layer of the NLI model's MLP."""
+    return [m for m in model.modules() if isinstance(m, torch.nn.Linear)][-1]
+
+
 @torch.no_grad()
 def hidden_states(model: torch.nn.Module, batches: Iterable) -> np.ndarray:
-    """(E, H) input of ``model.out`` (the output layer) for every example, eval mode."""
+    """(E, H) input of the output layer for every example, eval mode."""
     captured = []
-    hook = model.out.register_forward_pre_hook(lambda _, args: captured.append(args[0].detach()))
+    layer = output_layer(model)
+    hook = layer.register_forward_pre_hook(lambda _, args: captured.append(args[0].detach()))
     try:
         model.eval()
         for batch in batches:

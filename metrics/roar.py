@@ -45,8 +45,10 @@ class Roar:
                 scores.update(zip((e.id for e in whole.examples),
                                   whole.explain(inp.explainer).scores))
             transform = TopKMask(scores, ratio, inp.explainer.spec.id)
-        [retrained] = inp.executor.map(lambda seed: inp.trainer(transform, seed),
-                                       [inp.options.seed])
+        # the job trains into the model cache; the model is then loaded here from it
+        trainer, seed = inp.trainer, inp.options.seed
+        inp.executor.map(lambda s: trainer(transform, s).checkpoint, [seed])
+        retrained = trainer(transform, seed)
         wanted = [e.id for e in session.examples]
         masked = {e.id: e for e in retrained.examples(session.split)}
         rows = [masked[i] for i in wanted]

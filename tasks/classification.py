@@ -121,7 +121,7 @@ class ClassificationTask:
     val_split: str = "validation"
     min_freq: int = 1
 
-    def model_file(self, options: TaskOptions = TaskOptions()) -> Path:
+    def model_file(self, options: TaskOptions) -> Path:
         """Where ``prepare(options)`` keeps its trained model (exists once trained):
         lets a sweep tell the jobs it must run from those already done."""
         return self._setup(options)[-1]

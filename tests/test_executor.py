@@ -6,6 +6,7 @@ import sys
 import pytest
 import torch
 
+from benchmark.core.cache import weights_hash
 from benchmark.core.executor import InProcessExecutor, ProcessPoolExecutor
 
 
@@ -122,10 +123,17 @@ def ray_cluster(tmp_path_factory):
         subprocess.run([ray_cli, "start", "--head", f"--port={port}", "--num-cpus=2",
                         "--include-dashboard=false", "--disable-usage-stats"],
                        check=True, capture_output=True, timeout=120)
+        address = f"127.0.0.1:{port}"
+        import ray
+
+        # one driver connection for the module: RayExecutor.map uses it when present
+        ray.init(address=address, log_to_driver=False, configure_logging=False)
         try:
-            yield f"127.0.0.1:{port}"
+            yield address
         finally:
-            subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120, check=False)
+            ray.shutdown()
+            subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120,
+                           check=False)
 
 
 def test_ray_runs_jobs_on_the_cluster_with_the_same_results(ray_cluster):
@@ -147,3 +155,29 @@ def test_ray_runs_jobs_on_the_cluster_with_the_same_results(ray_cluster):
 
     with pytest.raises(ValueError, match="job 2 failed"):
         RayExecutor(address=ray_cluster).map(fail, [1, 2, 3])
+
+
+def test_a_roar_retraining_job_gives_the_same_model_on_ray(ray_cluster, tmp_path, monkeypatch):
+    """The sweep's own job (a synthetic model on 40 %-masked data) trained in the cluster's
+    workers and here: the model file that comes back holds bit-identical weights."""
+    import io
+
+    from benchmark.core.api import TaskOptions
+    from benchmark.core.executor import RayExecutor
+    from benchmark.roar import TrainJob, train_job
+    from metrics.masking import RandomMask
+
+    monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path / "cache"))
+    jobs = [TrainJob("synthetic", TaskOptions(seed=s, train_limit=400, epochs=2,
+                                              transform=RandomMask(0.4, seed=s)))
+            for s in (0, 1)]
+    here = InProcessExecutor().map(train_job, jobs)
+    there = RayExecutor(address=ray_cluster).map(train_job, jobs)
+
+    def weights(trained):
+        saved = torch.load(io.BytesIO(trained.blob), map_location="cpu", weights_only=True)
+        return weights_hash(saved["state_dict"])
+
+    assert [t.file for t in there] == [t.file for t in here]  # the same content keys
+    assert [weights(t) for t in there] == [weights(t) for t in here]
+    assert weights(here[0]) != weights(here[1])

@@ -42,3 +42,11 @@ def test_hidden_states_are_the_output_layers_input(model):
         np.testing.assert_allclose(model.out(torch.tensor(h, dtype=torch.float32)).numpy(),
                                    model.logits(batch).numpy(), rtol=1e-5, atol=1e-6)
     assert not model.out._forward_pre_hooks  # the hook is removed again
+
+
+def test_the_nli_models_output_layer_is_the_last_of_its_mlp():
+    from benchmark.core.models.pair_classifier import PairAttentionClassifier, PairConfig
+    from metrics.ood import output_layer
+
+    pair = PairAttentionClassifier(PairConfig(vocab_size=20, num_classes=3))
+    assert output_layer(pair) is pair.mlp[-1]

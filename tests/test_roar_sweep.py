@@ -179,7 +179,7 @@ def test_kill_9_mid_sweep_loses_only_the_jobs_in_flight(tmp_path):
     assert 3 <= len(before) < 1 + 1 + 4 + 4, "the sweep finished before the kill"
     models = tmp_path / "cache" / "models"
     cached = {p.name for p in models.glob("*.pt")}
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     after = read_jsonl(rows_file)
     assert after[: len(before)] == before  # nothing lost or rewritten
