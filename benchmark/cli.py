@@ -228,6 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip the mask-pattern models of the leakage check")
     p.add_argument("--leakage-seeds", type=int, default=1,
                    help="leakage models for the first N seeds (default 1)")
+    p.add_argument("--leakage-ratios", nargs="+", type=float,
+                   help="leakage models at these ratios only (default: every ratio)")
     p.add_argument("--format", choices=["table", "markdown"], default="table")
     _common(p)
 
@@ -481,7 +483,8 @@ def dispatch(args) -> int:
 
         rows = sweep(config, SweepConfig(ratios=tuple(args.ratios), recursive=args.recursive,
                                          leakage=not args.no_leakage,
-                                         leakage_seeds=args.leakage_seeds))
+                                         leakage_seeds=args.leakage_seeds,
+                                         leakage_ratios=tuple(args.leakage_ratios or ()) or None))
         print(report(rows, fmt="github" if args.format == "markdown" else "simple"))
         print(f"rows: {config.out}/roar/rows.jsonl")
         return 0

@@ -59,6 +59,7 @@ class SweepConfig:
     recursive: bool = False  # also the recursive curves (one more sweep per explainer)
     leakage: bool = True  # a mask-pattern model per (mask, ratio), first seeds only
     leakage_seeds: int = 1
+    leakage_ratios: tuple[float, ...] | None = None  # None: every ratio
 
 
 # -- jobs: what runs on a worker -------------------------------------------------------
@@ -165,9 +166,10 @@ class _TaskSweep:
         if self.sc.leakage:
             for s in seeds[: self.sc.leakage_seeds]:
                 points.append((s, LENGTH, 0.0, MaskPattern(RandomMask(0.0, seed=s)), "leakage"))
+                ratios = self.sc.ratios if self.sc.leakage_ratios is None else self.sc.leakage_ratios
                 points += [(s, m, k, MaskPattern(t), "leakage")
                            for s_, m, k, t, kind in list(points)
-                           if s_ == s and kind == "roar" and m != ALL]
+                           if s_ == s and kind == "roar" and m != ALL and k in ratios]
         self.run_points(points)
         if self.sc.recursive:
             self.run_recursive()
