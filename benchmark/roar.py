@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from tabulate import tabulate
 
+import submissions
 import tasks as task_registry
 from benchmark.core.api import CLASSIFICATION, PAIR_CLASSIFICATION, TaskOptions
 from benchmark.core.cache import atomic_write, cache_dir, content_hash
@@ -140,8 +141,8 @@ class _TaskSweep:
             raise InputError(f"roar: task {task!r} is not a classification task")
         if list(sc.ratios) != sorted(set(sc.ratios)) or not all(0 < k < 1 for k in sc.ratios):
             raise InputError("roar: ratios must increase strictly, each in (0, 1)")
-        self.explainers = [resolve_explainer(e) for e in config.explainers or _reference()]
-        self.refs = list(config.explainers or _reference())
+        self.refs = list(config.explainers or submissions.REFERENCE)
+        self.explainers = [resolve_explainer(e) for e in self.refs]
         self.done = {r["key"]: r for r in read_jsonl(out)}
         self.originals: dict[int, Original] = {}
 
@@ -333,12 +334,6 @@ class _TaskSweep:
 def _name(options: TaskOptions) -> tuple:
     """A model's name within one sweep (options hold unhashable masks)."""
     return options.seed, None if options.transform is None else options.transform.key
-
-
-def _reference() -> tuple[str, ...]:
-    import submissions
-
-    return tuple(n for n in submissions.REFERENCE)
 
 
 def _validation(prepared) -> str:

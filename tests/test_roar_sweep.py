@@ -198,4 +198,14 @@ def test_bad_ratios_and_tasks_are_refused(tmp_path):
 
     assert main(["roar", "--ratios", "0.5", "0.3", "--out", str(tmp_path)]) == 2
     assert main(["roar", "--ratios", "1.0", "--out", str(tmp_path)]) == 2
-    assert LENGTH == "length"
+    assert main(["roar", "--tasks", "alignment", "--out", str(tmp_path)]) == 2
+    assert not (tmp_path / "roar").exists()  # refused before anything ran
+
+
+def test_the_length_only_control_sees_no_word_and_no_mask(swept):
+    _, rows, _ = swept
+    [length] = [r for r in rows if r["mask"] == LENGTH]
+    assert length["kind"] == "leakage" and length["ratio"] == 0.0
+    # every token is the one constant word, so only the length can inform it: on the
+    # synthetic task (length independent of the label) it stays near chance
+    assert abs(length["accuracy"] - 0.5) < 0.15
