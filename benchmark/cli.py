@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import sys
+from pathlib import Path
 
 from tabulate import tabulate
 
@@ -105,6 +106,15 @@ def _common(p: argparse.ArgumentParser, *, out: bool = True) -> None:
     p.add_argument("--masked-training", action="store_true",
                    help="train the task models with random masking (half of each batch "
                    "masked at a U(0,1) ratio), so erasure is in distribution for them")
+    p.add_argument("--model", choices=("bilstm", "transformer"),
+                   help="model family of the classification tasks: bilstm (default, the "
+                   "task's own) or transformer (all-MiniLM-L6-v2 fine-tuned here); part of "
+                   "the task id, so families never share a leaderboard suite")
+    p.add_argument("--model-path", help="evaluate a Hugging Face sequence classifier "
+                   "directory (AutoModelForSequenceClassification + tokenizer) on the task's "
+                   "data instead of training one; its labels must be the task's")
+    p.add_argument("--layers", type=int, help="transformer family: keep only the first N "
+                   "encoder layers (small configurations for tests)")
     p.add_argument("--executor", choices=EXECUTORS, default="in-process",
                    help="where retraining jobs run (ROAR): in-process (default), pool "
                    "(worker processes on this machine) or ray (a cluster)")
@@ -149,11 +159,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = verb("score", "score explanations computed anywhere with the task's model")
     p.add_argument("--task", required=True)
     given = p.add_mutually_exclusive_group(required=True)
-    given.add_argument("--explanations", help=".jsonl of explanations (faithbench explain's schema)")
+    given.add_argument("--explanations", nargs="+", help=".jsonl of explanations (faithbench "
+                       "explain's schema); several files share one model and engine, and "
+                       "their rows say which file they score")
     given.add_argument("--alignments", help='alignment task: .jsonl of {"id", "links": [[i, j], ...]} '
                        "per gold sentence pair, scored against the gold (AER, precision, recall)")
     p.add_argument("--metrics", nargs="+", default=[])
     p.add_argument("--per-example", help="write one object per (id, metric) with its value")
+    p.add_argument("--summary", help="write the summary rows (estimate, n, seconds, rows "
+                   "forwarded) as JSON Lines")
     p.add_argument("--submit-as", help="with --alignments: add them to the leaderboard under "
                    "this name (a row no model produced: a reference aligner, fast_align, ...)")
     p.add_argument("--entries", help="with --submit-as: the leaderboard folder")
@@ -289,6 +303,9 @@ def _config(args) -> RunConfig:
         train_limit=g("train_limit"),
         epochs=g("epochs"),
         masked_training=bool(g("masked_training")),
+        model=g("model"),
+        model_path=g("model_path"),
+        model_layers=g("layers"),
         executor=g("executor", "in-process"),
         workers=g("workers"),
         address=g("address"),
@@ -410,9 +427,15 @@ def dispatch(args) -> int:
                                     submit_as=args.submit_as, entries=args.entries)
         else:
             rows = score_file(args.task, args.explanations, config, args.per_example)
-        print(tabulate([(r["metric"], r["direction"], f"{r['mean']:.4f}",
-                         f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]", r["n"]) for r in rows],
-                       headers=["metric", "better", "mean", "95% CI", "n"]))
+        if getattr(args, "summary", None):
+            from benchmark.core.records import write_jsonl_atomic
+            write_jsonl_atomic(Path(args.summary), rows)
+        files = [(r["explanations"],) if "explanations" in r else () for r in rows]
+        print(tabulate([(*f, r["metric"], r["direction"], f"{r['mean']:.4f}",
+                         f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]", r["n"])
+                        for f, r in zip(files, rows)],
+                       headers=[*(["explanations"] if any(files) else []), "metric", "better",
+                                "mean", "95% CI", "n"]))
         return 0
     if args.verb == "align":
         from benchmark.alignments import align_to_file

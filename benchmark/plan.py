@@ -31,6 +31,9 @@ class RunConfig:
     train_limit: int | None = None
     epochs: int | None = None
     masked_training: bool = False  # task models trained with random masking (Madsen et al.)
+    model: str | None = None  # classification model family: None/bilstm, transformer
+    model_path: str | None = None  # a Hugging Face classifier directory, evaluated as is
+    model_layers: int | None = None  # transformer family: the first N encoder layers only
     executor: str = "in-process"  # where retraining jobs run: in-process, pool or ray
     workers: int | None = None  # pool size / local Ray CPUs (None: all cores)
     address: str | None = None  # a Ray cluster's address (None: start a local one)

@@ -21,7 +21,7 @@ from pathlib import Path
 import metrics as metric_registry
 import submissions
 from benchmark import plan
-from benchmark.core.api import Explainer
+from benchmark.core.api import Explainer, capabilities
 from benchmark.core.errors import PluginError
 from benchmark.core.plugins import load_explainer
 from benchmark.core.records import (
@@ -60,6 +60,8 @@ def resolve_explainer(ref: str) -> Explainer:
     """A reference name (``gradient``) or any plugin reference (path, module, entry point)."""
     if ref in submissions.REGISTRY:
         return submissions.get_explainer(ref)
+    if "[" in ref and ref.split("[", 1)[0] in submissions.REGISTRY:  # e.g. attention[layer=0]
+        return submissions.configured(ref)
     try:
         return load_explainer(ref)
     except PluginError as exc:
@@ -117,6 +119,18 @@ def _load_explainers(config: RunConfig):
     return loaded, failures
 
 
+def serviceable(explainers, model, task_id: str) -> list:
+    """The explainers whose required capabilities the model offers; the rest are left
+    out with a log line (named explicitly, they are refused by ``plugin_caller``)."""
+    have = capabilities(model)
+    kept = [e for e in explainers if e.spec.requires <= have]
+    for e in explainers:
+        if e not in kept:
+            log.info("%s: %s needs %s, which this model does not offer; left out", task_id,
+                     e.spec.name, ", ".join(sorted(e.spec.requires - have)))
+    return kept
+
+
 def metrics_for(spec, names):
     """Named metrics (``name`` or ``name[key=value;...]``), else every one for the task."""
     if names:
@@ -128,6 +142,8 @@ def _run_session(session: EvaluationSession, explainers, done, summary) -> None:
     """Walk the units of one model: explain once per explainer, then score its metrics."""
     config, out = session.config, Path(session.config.out)
     metrics = {m.spec.id: m for m in session.applicable(metrics_for(session.spec, config.metrics))}
+    if not config.explainers:  # the default set: only those this model can serve
+        explainers = serviceable(explainers, session.prepared.model, session.spec.id)
     by_id = {e.spec.id: e for e in explainers}
     units = plan.units(config, session.spec.name, session.seed, session.prepared.checkpoint,
                        session.split, list(by_id), list(metrics))

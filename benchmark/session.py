@@ -72,7 +72,8 @@ def task_options(config: RunConfig, seed: int) -> TaskOptions:
     return TaskOptions(data_dir=config.data_dir, seed=seed, train_limit=config.train_limit,
                        variant=config.variant, epochs=config.epochs,
                        gold_out_of_range=config.gold_out_of_range,
-                       masked_training=config.masked_training)
+                       masked_training=config.masked_training, model=config.model,
+                       model_path=config.model_path, model_layers=config.model_layers)
 
 
 def open_session(task_name: str, config: RunConfig, seed: int | None = None
@@ -107,9 +108,13 @@ class EvaluationSession:
         self._collated: dict[tuple[str, ...], list] = {}
 
     def on(self, examples: list[Example]) -> EvaluationSession:
-        """A session of the same model on other examples (e.g. read from a user's file)."""
-        return EvaluationSession(self.prepared, self.config, seed=self.seed, examples=examples,
-                                 task=self.task, options=self.options)
+        """A session of the same model on other examples (e.g. read from a user's file).
+        It shares this session's perturbation engine: a variant either forwarded is
+        answered from memory (exact: same model, and a key is what the model sees)."""
+        other = EvaluationSession(self.prepared, self.config, seed=self.seed, examples=examples,
+                                  task=self.task, options=self.options)
+        other.perturber = self.perturber
+        return other
 
     def on_split(self, split: str, limit: int | None = None) -> EvaluationSession:
         """A session of the same model on another split (e.g. ROAR explains the training

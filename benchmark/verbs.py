@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -75,35 +76,43 @@ def read_explanations(path: str, n_labels: int) -> list[dict]:
     return rows
 
 
-def score_file(task: str, explanations: str, config: RunConfig, per_example_out: str | None = None
-               ) -> list[dict]:
+def score_file(task: str, explanations: str | Sequence[str], config: RunConfig,
+               per_example_out: str | None = None) -> list[dict]:
     """Score explanations computed anywhere with the task's model.
 
     The target of each row is its ``target`` field if given, else the task's own
     target (a classifier's predicted class, the ERASER convention). Returns one summary
-    row per metric.
+    row per (file, metric). Several files (e.g. one per explainer) share one model and
+    one perturbation engine, so a variant two explainers both ask for (every
+    leave-one-out input, the empty input) is forwarded once.
     """
-    session = open_session(task, config)
-    rows = read_explanations(explanations, session.prepared.n_outputs)
-    session = session.on(session.prepared.examples_from_rows(explanations, rows))
-    if any(r.get("target") is not None for r in rows):
-        default = session.targets
-        session.targets = [r["target"] if r.get("target") is not None else int(d)
-                           for r, d in zip(rows, default)]
-    metrics = [m for m in metrics_for(session.spec, config.metrics)
-               if config.metrics or not m.spec.needs_reference]
-    for m in metrics:
-        if m.spec.needs_reference and not session.has_references():
-            raise InputError(f"metric {m.spec.name} compares with reference rationales, which "
-                             f"the rows of {explanations} do not carry; it runs in `faithbench "
-                             "run` on tasks that have them")
+    files = [explanations] if isinstance(explanations, str) else list(explanations)
+    base = open_session(task, config)
     summary, per_example = [], []
-    for metric in metrics:
-        scored = session.score(metric, [r["scores"] for r in rows])
-        est = session.estimate(metric, scored)
-        summary.append({"metric": metric.spec.id, "direction": metric.spec.direction,
-                        **est.as_dict(), **{k: int(v.sum()) for k, v in scored.flags.items()}})
-        per_example += [{"metric": metric.spec.id, **row} for row in per_example_rows(scored)]
+    for path in files:
+        rows = read_explanations(path, base.prepared.n_outputs)
+        session = base.on(base.prepared.examples_from_rows(path, rows))
+        if any(r.get("target") is not None for r in rows):
+            default = session.targets
+            session.targets = [r["target"] if r.get("target") is not None else int(d)
+                               for r, d in zip(rows, default)]
+        metrics = [m for m in metrics_for(session.spec, config.metrics)
+                   if config.metrics or not m.spec.needs_reference]
+        for m in metrics:
+            if m.spec.needs_reference and not session.has_references():
+                raise InputError(f"metric {m.spec.name} compares with reference rationales, "
+                                 f"which the rows of {path} do not carry; it runs in "
+                                 "`faithbench run` on tasks that have them")
+        where = {"explanations": str(path)} if len(files) > 1 else {}
+        for metric in metrics:
+            scored = session.score(metric, [r["scores"] for r in rows])
+            est = session.estimate(metric, scored)
+            summary.append({**where, "metric": metric.spec.id, "direction": metric.spec.direction,
+                            **est.as_dict(), **{k: int(v.sum()) for k, v in scored.flags.items()},
+                            "seconds": scored.seconds, "rows_forwarded": scored.rows_forwarded,
+                            "rows_requested": scored.rows_requested})
+            per_example += [{**where, "metric": metric.spec.id, **row}
+                            for row in per_example_rows(scored)]
     if per_example_out:
         write_jsonl_atomic(Path(per_example_out), per_example)
     return summary

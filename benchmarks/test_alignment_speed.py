@@ -56,7 +56,7 @@ def forward_rows_per_s(session):
     return best_forward_rows_per_s(session.prepared.model, batches, CHUNKS)
 
 
-@pytest.mark.parametrize("name", list(submissions.REFERENCE))
+@pytest.mark.parametrize("name", list(submissions.UNIVERSAL))
 def test_explain_rows(benchmark, name, session, forward_rows_per_s):
     explainer = resolve_explainer(name)
     result = benchmark.pedantic(lambda: session.explain(explainer, cache=False), rounds=2,

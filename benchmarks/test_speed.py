@@ -137,7 +137,7 @@ def suite():
                     "beside the repo")
     session = open_session("sentiment", _config("sentiment", split="validation", limit=256))
     scores = {name: session.explain(resolve_explainer(name), cache=False).scores
-              for name in submissions.REFERENCE}
+              for name in submissions.UNIVERSAL}
     faithfulness = [m for m in metric_registry.default_metrics(session.spec.kind, False)
                     if m.spec.family == "faithfulness"]
     return session, scores, faithfulness

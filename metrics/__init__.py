@@ -18,6 +18,7 @@ from benchmark.core.registry import Registry
 from metrics.alignment import AER_METRIC, PRECISION_METRIC, RECALL_METRIC
 from metrics.erasure import AOPC_LERF, AOPC_MORF
 from metrics.flip import FLIP_FRACTION, FLIP_RATE
+from metrics.loo import TAUCORR_LOO
 from metrics.plausibility import AUPRC, AVERAGE_PRECISION, R_PRECISION, TOKEN_F1, TOKEN_F1_MICRO
 from metrics.rationale import COMPREHENSIVENESS, SUFFICIENCY
 from metrics.roar import ROAR
@@ -30,6 +31,7 @@ REGISTRY.add(COMPREHENSIVENESS.spec.name, COMPREHENSIVENESS)
 REGISTRY.add(SUFFICIENCY.spec.name, SUFFICIENCY)
 REGISTRY.add(FLIP_RATE.spec.name, FLIP_RATE)
 REGISTRY.add(FLIP_FRACTION.spec.name, FLIP_FRACTION)
+REGISTRY.add(TAUCORR_LOO.spec.name, TAUCORR_LOO)
 REGISTRY.add(R_PRECISION.spec.name, R_PRECISION)
 REGISTRY.add(AVERAGE_PRECISION.spec.name, AVERAGE_PRECISION)
 REGISTRY.add(TOKEN_F1.spec.name, TOKEN_F1)
@@ -40,6 +42,25 @@ REGISTRY.add(AER_METRIC.spec.name, AER_METRIC)
 REGISTRY.add(PRECISION_METRIC.spec.name, PRECISION_METRIC)
 REGISTRY.add(RECALL_METRIC.spec.name, RECALL_METRIC)
 REGISTRY.add(ROAR.spec.name, ROAR)
+
+
+# Named parameter sets: ``name[preset=P]`` is ``name`` with these parameters (explicit
+# ones given beside the preset win), so the canonical id spells them all out.
+FERRET_BINS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+_FERRET = {"rounding": "trunc", "positive_only": True, "distinct": True, "bins": FERRET_BINS,
+           "eraser": "retokenize", "granularity": "subword"}
+PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    # ferret-xai 0.4.2 (Attanasio et al. 2023), evaluators/faithfulness_measures.py:
+    # AOPC over 10 %, ..., 100 % with k = int(p·n) over the pieces ([CLS]/[SEP] never
+    # count), only positive scores in a rationale, a bin skipped when k = 0 or its
+    # rationale repeats the last one, 0 (comprehensiveness) / 1 (sufficiency) when every
+    # bin is skipped, and every perturbation decoded to text and tokenized again
+    "ferret": {
+        "comprehensiveness": {**_FERRET, "if_empty": 0.0},
+        "sufficiency": {**_FERRET, "if_empty": 1.0},
+        "taucorr_loo": {"eraser": "retokenize", "granularity": "subword"},
+    },
+}
 
 
 def get_metric(name: str) -> SimpleMetric:
@@ -92,22 +113,49 @@ def resolve(ref: str) -> SimpleMetric:
     >>> resolve("sufficiency[bins=0.1,0.5]").spec.param("bins")
     (0.1, 0.5)
     """
-    name, _, version = ref.partition("@")
-    params: dict[str, Any] = {}
-    if "[" in name:
-        if not name.endswith("]"):
-            raise InputError(f"metric {ref!r}: expected name[key=value;...]")
-        name, inner = name[:-1].split("[", 1)
-        for item in filter(None, inner.split(";")):
-            key, eq, value = item.partition("=")
-            if not eq:
-                raise InputError(f"metric {ref!r}: parameter {item!r} is not key=value")
-            params[key.strip()] = _parse_value(value.strip())
+    name, params = parse_params(ref)
+    name, _, version = name.partition("@")
     metric = get_metric(name)
+    if "preset" in params:
+        params = {**preset(metric.spec.name, params.pop("preset")), **params}
     if version and version != metric.spec.version:
         raise InputError(f"metric {ref!r}: version {version} requested, "
                          f"{metric.spec.version} registered")
     return with_params(metric, **params) if params else metric
+
+
+def parse_params(ref: str, what: str = "metric") -> tuple[str, dict[str, Any]]:
+    """``name[key=value;...]@version`` -> (``name@version``, {key: value}).
+
+    >>> parse_params("aopc_morf[k_max=5;eraser=mask]@1")
+    ('aopc_morf@1', {'k_max': 5, 'eraser': 'mask'})
+    """
+    head, _, version = ref.partition("@")
+    params: dict[str, Any] = {}
+    if "[" in head:
+        if not head.endswith("]"):
+            raise InputError(f"{what} {ref!r}: expected name[key=value;...]")
+        head, inner = head[:-1].split("[", 1)
+        for item in filter(None, inner.split(";")):
+            key, eq, value = item.partition("=")
+            if not eq:
+                raise InputError(f"{what} {ref!r}: parameter {item!r} is not key=value")
+            params[key.strip()] = _parse_value(value.strip())
+    return head + (f"@{version}" if version else ""), params
+
+
+def preset(metric: str, name) -> dict[str, Any]:
+    """The parameters of preset ``name`` for ``metric``.
+
+    >>> resolve("sufficiency[preset=ferret]").spec.param("if_empty")
+    1.0
+    """
+    if name not in PRESETS:
+        raise InputError(f"metric {metric!r}: unknown preset {name!r} (known: {', '.join(PRESETS)})")
+    if metric not in PRESETS[name]:
+        raise InputError(f"metric {metric!r} has no {name} preset (it has: "
+                         f"{', '.join(PRESETS[name])})")
+    return PRESETS[name][metric]
 
 
 def _parse_value(text: str):
@@ -118,4 +166,4 @@ def _parse_value(text: str):
             return kind(text)
         except ValueError:
             pass
-    return None if text == "None" else text
+    return {"None": None, "True": True, "False": False}.get(text, text)

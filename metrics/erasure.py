@@ -73,7 +73,6 @@ from metrics.variants import (
     faithfulness_spec,
     masked_mean,
     of_target,
-    ranked_mask,
     variant_probs,
 )
 
@@ -85,26 +84,30 @@ CITATION = (
 )
 
 
-def aopc_morf(inp: MetricInput, *, k_max: int, eraser: str, segment: int | None) -> torch.Tensor:
+def aopc_morf(inp: MetricInput, *, k_max: int, eraser: str, segment: int | None,
+              granularity: str | None) -> torch.Tensor:
     """(B,) mean drop of p_ŷ over k = 1..min(k_max, n) most important tokens removed."""
-    return _aopc(inp, k_max, eraser, segment, least=False, name="aopc_morf")
+    return _aopc(inp, k_max, eraser, segment, granularity, least=False, name="aopc_morf")
 
 
-def aopc_lerf(inp: MetricInput, *, k_max: int, eraser: str, segment: int | None) -> torch.Tensor:
+def aopc_lerf(inp: MetricInput, *, k_max: int, eraser: str, segment: int | None,
+              granularity: str | None) -> torch.Tensor:
     """(B,) mean drop of p_ŷ over k = 1..min(k_max, n) least important tokens removed."""
-    return _aopc(inp, k_max, eraser, segment, least=True, name="aopc_lerf")
+    return _aopc(inp, k_max, eraser, segment, granularity, least=True, name="aopc_lerf")
 
 
-def _aopc(inp: MetricInput, k_max: int, eraser: str, segment, *, least: bool, name: str):
+def _aopc(inp: MetricInput, k_max: int, eraser: str, segment, granularity, *, least: bool,
+          name: str):
     if isinstance(k_max, bool) or not isinstance(k_max, int) or k_max < 1:
         raise InputError(f"metric {name}: k_max must be an integer >= 1, got {k_max!r}")
     check_eraser(name, eraser)
     batch = inp.batch
-    eligible, n = candidates(name, inp, segment)  # (B, T), (B,)
+    cand = candidates(name, inp, segment, granularity)
+    n = cand.n  # (B,) units
     steps = min(k_max, int(n.max())) if len(batch) else 0
     k = torch.arange(1, steps + 1, device=n.device).expand(len(batch), steps)  # (B, V)
     valid = k <= n.unsqueeze(1)  # step k exists only while k <= n
-    keeps = batch.mask.unsqueeze(1) & ~ranked_mask(inp.scores, eligible, k, least=least)
+    keeps = batch.mask.unsqueeze(1) & ~cand.ranked(inp.scores, k, least=least)
     p = of_target(variant_probs(inp, keeps, valid, eraser), inp.target)  # (B, V)
     drops = base_target_prob(inp).unsqueeze(1) - p
     return masked_mean(drops, valid)

@@ -62,9 +62,9 @@ again — never flipped, so flip_fraction = 1.0 with the flag set.
 >>> perturber = Perturber(Votes())
 >>> inp = MetricInput(batch, torch.tensor([[0.9, 0.5, 0.1, 0.0], [0.1, 0.2, 0.3, 0.9]]),
 ...                   torch.tensor([1, 0]), perturber.probs(batch), perturber)
->>> flip_rate(inp, eraser="delete", segment=None)
+>>> flip_rate(inp, eraser="delete", segment=None, granularity=None)
 tensor([1., 0.], dtype=torch.float64)
->>> values, flags = flip_fraction(inp, eraser="delete", segment=None)
+>>> values, flags = flip_fraction(inp, eraser="delete", segment=None, granularity=None)
 >>> values, flags["never_flipped"]
 (tensor([0.3333, 1.0000], dtype=torch.float64), tensor([False,  True]))
 
@@ -72,7 +72,7 @@ The explained target does not move the reference point: explaining the other
 class with the same scores gives the same flips.
 
 >>> other = MetricInput(batch, inp.scores, torch.tensor([0, 1]), inp.base_probs, perturber)
->>> flip_rate(other, eraser="delete", segment=None)
+>>> flip_rate(other, eraser="delete", segment=None, granularity=None)
 tensor([1., 0.], dtype=torch.float64)
 """
 
@@ -85,36 +85,38 @@ from benchmark.core.api import (
     MetricSpec,
     SimpleMetric,
 )
-from metrics.variants import candidates, check_eraser, faithfulness_spec, ranked_mask, variant_probs
+from metrics.variants import candidates, check_eraser, faithfulness_spec, variant_probs
 
 CITATION = "Serrano & Smith (2019). Is attention interpretable? ACL 2019."
 
 
-def flip_rate(inp: MetricInput, *, eraser: str, segment: int | None) -> torch.Tensor:
+def flip_rate(inp: MetricInput, *, eraser: str, segment: int | None,
+              granularity: str | None) -> torch.Tensor:
     """(B,) 1.0 where removing the single most important token changes the argmax."""
     check_eraser("flip_rate", eraser)
     batch = inp.batch
-    eligible, _ = candidates("flip_rate", inp, segment)
+    cand = candidates("flip_rate", inp, segment, granularity)
     k = torch.ones(len(batch), 1, dtype=torch.long, device=batch.mask.device)  # (B, 1)
-    keeps = batch.mask.unsqueeze(1) & ~ranked_mask(inp.scores, eligible, k)
+    keeps = batch.mask.unsqueeze(1) & ~cand.ranked(inp.scores, k)
     pred = variant_probs(inp, keeps, None, eraser).argmax(dim=2).squeeze(1)  # (B,)
     return (pred != base_decision(inp)).double()
 
 
-def flip_fraction(inp: MetricInput, *, eraser: str, segment: int | None
-                  ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def flip_fraction(inp: MetricInput, *, eraser: str, segment: int | None,
+                  granularity: str | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """(B,) k*/n for the first k at which the argmax changes; 1.0 and
     ``never_flipped`` where it never does, even with all n tokens removed."""
     check_eraser("flip_fraction", eraser)
     batch = inp.batch
-    eligible, n = candidates("flip_fraction", inp, segment)  # (B, T), (B,)
+    cand = candidates("flip_fraction", inp, segment, granularity)
+    n = cand.n  # (B,) units
     if len(batch) == 0:
         none = torch.zeros(0, dtype=torch.float64)
         return none, {"never_flipped": none.bool()}
     steps = int(n.max())
     k = torch.arange(1, steps + 1, device=n.device).expand(len(batch), steps)  # (B, V)
     valid = k <= n.unsqueeze(1)
-    keeps = batch.mask.unsqueeze(1) & ~ranked_mask(inp.scores, eligible, k)
+    keeps = batch.mask.unsqueeze(1) & ~cand.ranked(inp.scores, k)
     pred = variant_probs(inp, keeps, valid, eraser).argmax(dim=2)  # (B, V)
     flipped = (pred != base_decision(inp).unsqueeze(1)) & valid.cpu()
     ever = flipped.any(dim=1)

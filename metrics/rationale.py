@@ -51,11 +51,12 @@ gives 2/3, keeping 0 and 1 gives 3/4, so sufficiency = (−.0667 − .15) / 2 = 
 >>> perturber = Perturber(Votes())
 >>> inp = MetricInput(batch, torch.tensor([[0.9, 0.5, 0.1]]), torch.tensor([0]),
 ...                   perturber.probs(batch), perturber)
->>> comp = comprehensiveness(inp, bins=(0.3, 0.5), rounding="ceil", eraser="delete",
-...                          segment=None)
+>>> plain = dict(positive_only=None, distinct=None, if_empty=None, eraser="delete",
+...              segment=None, granularity=None)
+>>> comp = comprehensiveness(inp, bins=(0.3, 0.5), rounding="ceil", **plain)
 >>> round(comp.item(), 4)
 0.1833
->>> suff = sufficiency(inp, bins=(0.3, 0.5), rounding="ceil", eraser="delete", segment=None)
+>>> suff = sufficiency(inp, bins=(0.3, 0.5), rounding="ceil", **plain)
 >>> round(suff.item(), 4)
 -0.1083
 >>> bin_sizes(torch.tensor([30, 100, 5]), (0.1, 0.07, 0.5), "ceil").tolist()
@@ -79,12 +80,12 @@ from metrics.variants import (
     candidates,
     check_eraser,
     faithfulness_spec,
+    masked_mean,
     of_target,
-    ranked_mask,
     variant_probs,
 )
 
-ROUNDINGS = ("ceil", "round", "floor")
+ROUNDINGS = ("ceil", "round", "floor", "trunc")
 CITATION = (
     "DeYoung, Jain, Rajani, Lehman, Xiong, Socher & Wallace (2020). ERASER: A benchmark to "
     "evaluate rationalized NLP models. ACL 2020."
@@ -92,7 +93,8 @@ CITATION = (
 
 
 def bin_sizes(lengths: torch.Tensor, bins, rounding: str) -> torch.Tensor:
-    """(B, len(bins)) long rationale sizes k = rounding(b · n) clamped to [1, n].
+    """(B, len(bins)) long rationale sizes k = rounding(b · n) clamped to [1, n]
+    (``trunc``: floor(b · n) in [0, n], ferret's int(p · n); a k = 0 bin is skipped).
 
     Exact: each bin is read as the fraction its decimal spells (0.1 -> 1/10), and
     k is computed with integer arithmetic, so no float error moves a k across an integer.
@@ -110,35 +112,61 @@ def bin_sizes(lengths: torch.Tensor, bins, rounding: str) -> torch.Tensor:
             k = (p * n) // q
         sizes.append(k)
     k = torch.cat(sizes, dim=1) if sizes else n[:, :0]
-    return torch.minimum(k.clamp(min=1), n)
+    return torch.minimum(k.clamp(min=0 if rounding == "trunc" else 1), n)
 
 
-def comprehensiveness(inp: MetricInput, *, bins, rounding: str, eraser: str,
-                      segment: int | None) -> torch.Tensor:
+def comprehensiveness(inp: MetricInput, *, bins, rounding: str, positive_only: bool | None,
+                      distinct: bool | None, if_empty: float | None, eraser: str,
+                      segment: int | None, granularity: str | None) -> torch.Tensor:
     """(B,) mean over bins of p_ŷ(x) − p_ŷ(x without its top-k_b tokens)."""
     return _drops(inp, bins, rounding, eraser, segment, keep_rationale=False,
-                  name="comprehensiveness")
+                  name="comprehensiveness", granularity=granularity,
+                  positive_only=positive_only, distinct=distinct, if_empty=if_empty)
 
 
-def sufficiency(inp: MetricInput, *, bins, rounding: str, eraser: str,
-                segment: int | None) -> torch.Tensor:
+def sufficiency(inp: MetricInput, *, bins, rounding: str, positive_only: bool | None,
+                distinct: bool | None, if_empty: float | None, eraser: str,
+                segment: int | None, granularity: str | None) -> torch.Tensor:
     """(B,) mean over bins of p_ŷ(x) − p_ŷ(only the top-k_b tokens of x)."""
-    return _drops(inp, bins, rounding, eraser, segment, keep_rationale=True, name="sufficiency")
+    return _drops(inp, bins, rounding, eraser, segment, keep_rationale=True, name="sufficiency",
+                  granularity=granularity, positive_only=positive_only, distinct=distinct,
+                  if_empty=if_empty)
 
 
-def _drops(inp, bins, rounding, eraser, segment, *, keep_rationale: bool, name: str):
+def _drops(inp, bins, rounding, eraser, segment, *, keep_rationale: bool, name: str,
+           granularity: str | None, positive_only: bool | None, distinct: bool | None,
+           if_empty: float | None):
     _check(name, bins, rounding)
     check_eraser(name, eraser)
     batch = inp.batch
-    eligible, n = candidates(name, inp, segment)  # with a segment, the other sentence stays
-    k = bin_sizes(n, bins, rounding).to(batch.mask.device)  # (B, V)
-    rationale = ranked_mask(inp.scores, eligible, k)  # (B, V, T)
+    cand = candidates(name, inp, segment, granularity)  # with a segment, the other sentence stays
+    k = bin_sizes(cand.n, bins, rounding).to(batch.mask.device)  # (B, V)
+    rationale = cand.ranked(inp.scores, k, positive_only=bool(positive_only))  # (B, V, T)
+    valid = rationale.any(dim=2)  # a bin with an empty rationale is skipped
+    if distinct:
+        valid = valid & ~repeats(rationale, valid)
     if keep_rationale:
-        keeps = rationale | (batch.mask & ~eligible).unsqueeze(1)
+        keeps = rationale | (batch.mask & ~cand.eligible).unsqueeze(1)
     else:
         keeps = batch.mask.unsqueeze(1) & ~rationale
-    p = of_target(variant_probs(inp, keeps, None, eraser), inp.target)  # (B, V)
-    return (base_target_prob(inp).unsqueeze(1) - p).mean(dim=1)
+    p = of_target(variant_probs(inp, keeps, valid, eraser), inp.target)  # (B, V)
+    values = masked_mean(base_target_prob(inp).unsqueeze(1) - p, valid)
+    none = ~valid.cpu().any(dim=1)
+    return torch.where(none, float("nan") if if_empty is None else float(if_empty), values)
+
+
+def repeats(rationale: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """(B, V) True where bin v's rationale equals that of the last earlier bin kept
+    (ferret drops such a bin from the average: the same omission counted once)."""
+    out = torch.zeros_like(valid)
+    last = torch.full((valid.shape[0],), -1, dtype=torch.long, device=valid.device)
+    rows = torch.arange(valid.shape[0], device=valid.device)
+    for v in range(valid.shape[1]):
+        seen = last >= 0
+        same = seen & (rationale[rows, last.clamp(min=0)] == rationale[:, v]).all(dim=1)
+        out[:, v] = valid[:, v] & same
+        last = torch.where(valid[:, v] & ~same, v, last)
+    return out
 
 
 def _check(name: str, bins, rounding: str) -> None:
@@ -156,7 +184,10 @@ def _check(name: str, bins, rounding: str) -> None:
 
 
 def _spec(name: str, direction: str) -> MetricSpec:
-    return faithfulness_spec(name, direction, (("bins", (0.01, 0.05, 0.1, 0.2, 0.5)), ("rounding", "ceil")), CITATION)
+    # positive_only, distinct, if_empty: off (None) by default, set by the ferret preset
+    return faithfulness_spec(name, direction, (("bins", (0.01, 0.05, 0.1, 0.2, 0.5)),
+                                               ("rounding", "ceil"), ("positive_only", None),
+                                               ("distinct", None), ("if_empty", None)), CITATION)
 
 
 COMPREHENSIVENESS = SimpleMetric(spec=_spec("comprehensiveness", "higher"), fn=comprehensiveness)

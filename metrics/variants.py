@@ -11,6 +11,8 @@ Probabilities are turned to float64 before any difference is taken.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from benchmark.core import erasers
@@ -25,18 +27,20 @@ from benchmark.core.api import (
 from benchmark.core.errors import InputError
 from benchmark.core.ranking import least_k_mask, top_k_mask
 
+GRANULARITIES = (None, "word", "subword")
+
 
 def faithfulness_spec(name: str, direction: str, params: tuple, citation: str,
-                      version: str = "1") -> MetricSpec:
+                      version: str = "1", kinds: frozenset | None = None) -> MetricSpec:
     """The spec every erasure-based metric shares: every task kind (on an alignment row
     the source words are erased and the target is the reference next word), and the
-    ``eraser`` and ``segment`` options after its own ``params``."""
+    ``eraser``, ``segment`` and ``granularity`` options after its own ``params``."""
     return MetricSpec(
         name=name,
         version=version,
         direction=direction,
-        kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION, ALIGNMENT}),
-        params=(*params, ("eraser", "delete"), ("segment", None)),
+        kinds=kinds or frozenset({CLASSIFICATION, PAIR_CLASSIFICATION, ALIGNMENT}),
+        params=(*params, ("eraser", "delete"), ("segment", None), ("granularity", None)),
         citation=citation,
     )
 
@@ -59,20 +63,86 @@ def real_lengths(metric: str, batch: Batch) -> torch.Tensor:
     return n
 
 
-def candidates(metric: str, inp: MetricInput, segment: int | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """(B, T) bool tokens a metric may rank and erase, and (B,) their number n.
+@dataclass(frozen=True)
+class Candidates:
+    """What a metric may rank and erase in each row: ``eligible`` (B, T) positions, and
+    the units they form. A unit is a token, or on a subword model (``batch.words``) a
+    whole word: its pieces are ranked by the sum of their scores and erased together
+    (``granularity="subword"`` ranks pieces). ``n`` (B,) counts units."""
+
+    eligible: torch.Tensor
+    n: torch.Tensor
+    words: torch.Tensor | None = None  # (B, T) unit of each position; None: the position
+
+    def ranked(self, scores: torch.Tensor, k: torch.Tensor, *, least: bool = False,
+               positive_only: bool = False) -> torch.Tensor:
+        """(B, V, T) positions of the k[b, v] most (or least) important units;
+        ``positive_only``: of those, only units scored above 0 (ferret's rationale)."""
+        if self.words is None:
+            unit_scores, chosen = scores, ranked_mask(scores, self.eligible, k, least=least)
+        else:
+            unit_scores, unit_mask = self.pool(scores)
+            chosen = ranked_mask(unit_scores, unit_mask, k, least=least)
+        if positive_only:
+            chosen = chosen & (unit_scores > 0).unsqueeze(1)
+        return chosen if self.words is None else self.expand(chosen)
+
+    def unit_scores(self, scores: torch.Tensor) -> torch.Tensor:
+        """(B, W) the score of each unit, in the order of ``units()``."""
+        return scores if self.words is None else self.pool(scores)[0]
+
+    def pool(self, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, W) unit scores (sums over their eligible pieces) and (B, W) which exist."""
+        width = int(self.words.max()) + 1 if self.words.numel() else 1
+        index = torch.where(self.eligible, self.words, 0)
+        pooled = torch.zeros(scores.shape[0], width, dtype=scores.dtype, device=scores.device)
+        pooled.scatter_add_(1, index, torch.where(self.eligible, scores, 0))
+        exists = torch.zeros(pooled.shape, dtype=torch.long, device=scores.device)
+        exists = exists.scatter_add_(1, index, self.eligible.long()) > 0
+        return pooled, exists
+
+    def expand(self, chosen: torch.Tensor) -> torch.Tensor:
+        """(B, V, W) chosen units -> (B, V, T) their eligible positions."""
+        index = torch.where(self.eligible, self.words, 0).unsqueeze(1).expand(
+            -1, chosen.shape[1], -1)
+        return chosen.gather(2, index) & self.eligible.unsqueeze(1)
+
+    def units(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, W, T) one mask per unit (in unit order) and (B, W) which units exist."""
+        if self.words is None:
+            b, t = self.eligible.shape
+            eye = torch.eye(t, dtype=torch.bool, device=self.eligible.device)
+            return eye.unsqueeze(0).expand(b, t, t) & self.eligible.unsqueeze(1), self.eligible
+        width = int(self.words.max()) + 1 if self.words.numel() else 1
+        ids = torch.arange(width, device=self.words.device).view(1, -1, 1)
+        masks = (self.words.unsqueeze(1) == ids) & self.eligible.unsqueeze(1)
+        return masks, masks.any(dim=2)
+
+
+def candidates(metric: str, inp: MetricInput, segment: int | None,
+               granularity: str | None = None) -> Candidates:
+    """The positions and units a metric may rank and erase (``Candidates``).
 
     ``segment=None``: every real token (both sentences of a pair). ``segment=s``:
     only tokens with segment id s (0 = premise, 1 = hypothesis for NLI); the other
-    sentence is always kept whole.
+    sentence is always kept whole. ``granularity``: None or "word" = whole words
+    where the batch has ``words``; "subword" = each piece on its own.
     """
+    if granularity not in GRANULARITIES:
+        raise InputError(f"metric {metric}: unknown granularity {granularity!r}; choose "
+                         "word (default) or subword")
     batch = inp.batch
     eligible = batch.mask
     if segment is not None:
         if batch.segments is None:
             raise InputError(f"metric {metric}: segment={segment!r} needs a batch with segments")
         eligible = batch.mask & (batch.segments == segment)
-    return eligible, real_lengths(metric, batch.replace(mask=eligible))
+    real_lengths(metric, batch.replace(mask=eligible))  # an empty row is an error
+    if batch.words is None or granularity == "subword":
+        return Candidates(eligible, eligible.sum(dim=1))
+    cand = Candidates(eligible, eligible.sum(dim=1), batch.words)
+    _, exists = cand.pool(torch.zeros(eligible.shape))
+    return Candidates(eligible, exists.sum(dim=1), batch.words)
 
 
 def ranked_mask(scores: torch.Tensor, mask: torch.Tensor, k: torch.Tensor, *, least: bool = False):

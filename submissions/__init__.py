@@ -7,9 +7,14 @@ registration style as tasks and metrics (duplicates refused, "did you mean" for
 unknown names); ``REFERENCE`` is its names, in order.
 """
 
+import dataclasses
+
+from benchmark.core.api import ATTENTION, EMBEDDINGS, GRADIENTS
+from benchmark.core.errors import InputError
 from benchmark.core.registry import Registry
 from submissions import (
     attention,
+    attention_rollout,
     gradient,
     gradient_x_input,
     integrated_gradients,
@@ -18,15 +23,41 @@ from submissions import (
 )
 
 REGISTRY = Registry("reference explainer")
-for _module in (attention, gradient, gradient_x_input, integrated_gradients, occlusion, random):
+for _module in (attention, gradient, gradient_x_input, integrated_gradients, occlusion, random,
+                attention_rollout):
     REGISTRY.add(_module.EXPLAINER.spec.name, _module.EXPLAINER)
 
 REFERENCE = tuple(REGISTRY.names())
+# those every task model serves (the rest need e.g. a Transformer's per-layer attention)
+UNIVERSAL = tuple(n for n in REFERENCE
+                  if REGISTRY.get(n).spec.requires <= frozenset({GRADIENTS, EMBEDDINGS, ATTENTION}))
 
 
 def get_explainer(name: str):
     """The reference explainer ``name``; an unknown name raises with "did you mean"."""
     return REGISTRY.get(name)
+
+
+def configured(ref: str):
+    """A reference explainer with parameters, as in its canonical id:
+    ``attention[layer=0;heads=max]``, ``integrated_gradients[n_steps=20]``.
+
+    >>> configured("attention[heads=max;layer=-2]").spec.id
+    'attention[heads=max;layer=-2]@1'
+    """
+    from metrics import parse_params  # the parser of metric ids: one syntax for both
+
+    name, params = parse_params(ref, "explainer")
+    explainer = get_explainer(name)
+    fields = {f.name for f in dataclasses.fields(explainer) if f.init}
+    unknown = sorted(set(params) - fields)
+    if unknown:
+        raise InputError(f"explainer {name!r} has no parameter {unknown[0]!r} "
+                         f"(settable: {', '.join(sorted(fields)) or 'none'})")
+    try:
+        return dataclasses.replace(explainer, **params)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"explainer {ref!r}: {exc}") from exc
 
 
 def reference_module(name: str) -> str:

@@ -11,11 +11,13 @@ so it decides the initial weights as well as the order of the training batches.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import torch
 
@@ -25,6 +27,7 @@ from benchmark.core.errors import DataFileError, InputError
 from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
 from benchmark.core.models.training import TrainConfig, accuracy, seed_everything, train
 from benchmark.core.vocab import Vocabulary, collate
+from tasks import transformer
 
 log = logging.getLogger(__name__)
 MASKED_SHARE = 0.5  # --masked-training: the share of each batch masked (Madsen et al.)
@@ -79,8 +82,13 @@ class ReadyTask:
             tokens = row["tokens"]
             if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
                 raise DataFileError(path, line, "tokens", "expected a list of strings")
+            words = None
+            if isinstance(self.vocab, transformer.Pieces):  # the model's pieces, grouped
+                self.vocab.check(path, line, tokens)
+                words = _words(path, line, row) or transformer.words_of(tokens)
             out.append(Example(str(row["id"]), tuple(tokens), -1,
-                               segments=_segments(path, line, row) if pairs else None))
+                               segments=_segments(path, line, row) if pairs else None,
+                               words=words))
         return out
 
     def encode(self, tokens: Sequence[str]) -> list[int]:
@@ -95,8 +103,9 @@ class ReadyTask:
 
     def collate(self, chunk: Sequence[Example]):
         segments = [e.segments for e in chunk] if self.spec.kind == PAIR_CLASSIFICATION else None
+        words = [e.words for e in chunk] if any(e.words is not None for e in chunk) else None
         batch = collate([self.encode(e.tokens) for e in chunk], [e.id for e in chunk],
-                        pad_id=self.vocab.pad_id, segments=segments)
+                        pad_id=self.vocab.pad_id, segments=segments, words=words)
         labels = torch.tensor([e.label for e in chunk], dtype=torch.long)
         reference = None
         if any(e.reference is not None for e in chunk):  # rows without one stay all False
@@ -124,12 +133,19 @@ class ClassificationTask:
     def model_file(self, options: TaskOptions) -> Path:
         """Where ``prepare(options)`` keeps its trained model (exists once trained):
         lets a sweep tell the jobs it must run from those already done."""
-        return self._setup(options)[-1]
+        return self._setup(options).path
 
-    def _setup(self, options: TaskOptions):
+    def _setup(self, options: TaskOptions) -> Setup:
         splits = self.read(options)
         if options.train_limit:
             splits[self.train_split] = splits[self.train_split][: options.train_limit]
+        if transformer.family(options) != "bilstm":  # subword pieces, a pretrained encoder
+            spec, splits, vocab, config, build, pretrained, tconf = transformer.setup(
+                self, options, splits)
+            fingerprint = data_fingerprint(splits)
+            key = content_hash({"data": fingerprint, **config})
+            return Setup(spec, splits, fingerprint, vocab, build, tconf, config, key,
+                         checkpoint_path(self.spec.name, key), pretrained)
         if options.transform is not None:  # e.g. ROAR: every split masked before training
             splits = {name: options.transform.apply(name, rows) for name, rows in splits.items()}
         fingerprint = data_fingerprint(splits)
@@ -146,14 +162,18 @@ class ClassificationTask:
         if options.transform is not None:  # absent otherwise: clean models keep their keys
             config["transform"] = options.transform.key
         key = content_hash({"data": fingerprint, **config})
-        return splits, fingerprint, vocab, mconf, tconf, config, key, checkpoint_path(self.spec.name, key)
+        return Setup(self.spec, splits, fingerprint, vocab, lambda: self.model_class(mconf), tconf,
+                     config, key, checkpoint_path(self.spec.name, key))
 
     def prepare(self, options: TaskOptions = TaskOptions(), *, progress: bool = True) -> ReadyTask:
-        splits, fingerprint, vocab, mconf, tconf, config, key, path = self._setup(options)
+        st = self._setup(options)
+        splits, path = st.splits, st.path
         seed_everything(options.seed)  # before the build: the seed decides the initial weights
-        model = self.model_class(mconf)
-        ready = ReadyTask(self.spec, splits, vocab, model, {}, "", key, fingerprint, config,
-                          checkpoint_file=path)
+        model = st.build()
+        ready = ReadyTask(st.spec, splits, st.vocab, model, {}, "", st.key, st.fingerprint,
+                          st.config, checkpoint_file=path)
+        if st.pretrained:  # a user's checkpoint: evaluated as it is, never trained
+            return self._evaluate_pretrained(ready, path)
         if path.exists():
             saved = torch.load(path, map_location="cpu", weights_only=True)
             model.load_state_dict(saved["state_dict"])
@@ -161,6 +181,7 @@ class ClassificationTask:
             ready.checkpoint = weights_hash(model.state_dict())
             model.eval()
             return ready
+        tconf = st.tconf
         val = [(b, y) for b, y, _ in ready.batches(splits[self.val_split], 256)]
 
         def epoch_batches(epoch: int):
@@ -176,18 +197,51 @@ class ClassificationTask:
 
         _, ready.history = train(model, epoch_batches, val, tconf, seed=options.seed,
                                  desc=f"train {self.spec.name}", progress=progress)
-        ready.accuracy = {
-            split: accuracy(model, [(b, y) for b, y, _ in ready.batches(rows, 256)])
-            for split, rows in splits.items()
-            if split != self.train_split and all(e.label >= 0 for e in rows)
-        }
-        log.info("trained %s: %s", self.spec.name, ready.accuracy)
+        ready.accuracy = self._accuracy(ready)
+        log.info("trained %s: %s", ready.spec.id, ready.accuracy)
         ready.checkpoint = weights_hash(model.state_dict())
         blob = {"state_dict": model.state_dict(), "accuracy": ready.accuracy,
-                "history": ready.history, "config": config, "vocab": vocab.itos,
-                "weights": ready.checkpoint}
+                "history": ready.history, "config": st.config,
+                "vocab": getattr(st.vocab, "itos", None), "weights": ready.checkpoint}
         atomic_write(path, lambda tmp: torch.save(blob, tmp))
         return ready
+
+    def _accuracy(self, ready: ReadyTask) -> dict[str, float]:
+        """Accuracy on every labelled split but the training one."""
+        return {split: accuracy(ready.model, [(b, y) for b, y, _ in ready.batches(rows, 256)])
+                for split, rows in ready.splits.items()
+                if split != self.train_split and all(e.label >= 0 for e in rows)}
+
+    def _evaluate_pretrained(self, ready: ReadyTask, path: Path) -> ReadyTask:
+        """A checkpoint from disk: weights hashed, accuracy measured once per data and
+        weights (the cache key) and kept beside the models."""
+        ready.model.eval()
+        ready.checkpoint = weights_hash(ready.model.state_dict())
+        ready.checkpoint_file = None
+        found = transformer.cached_accuracy(path)
+        if found is not None and found.get("weights") == ready.checkpoint:
+            ready.accuracy, ready.loaded_from_cache = found["accuracy"], True
+            return ready
+        ready.accuracy = self._accuracy(ready)
+        log.info("evaluated %s: %s", ready.spec.id, ready.accuracy)
+        record = {"accuracy": ready.accuracy, "weights": ready.checkpoint}
+        atomic_write(transformer.accuracy_cache(path), lambda tmp: torch.save(record, tmp))
+        return ready
+
+
+class Setup(NamedTuple):
+    """Everything ``prepare`` needs, read once: data, the model's build, configs, key."""
+
+    spec: TaskSpec
+    splits: dict[str, list[Example]]
+    fingerprint: str
+    vocab: Any  # Vocabulary, or transformer.Pieces for a subword model
+    build: Callable[[], torch.nn.Module]
+    tconf: TrainConfig | None
+    config: dict
+    key: str
+    path: Path
+    pretrained: bool = False
 
 
 def _segments(path, line: int, row: dict) -> tuple[int, ...]:
@@ -198,6 +252,20 @@ def _segments(path, line: int, row: dict) -> tuple[int, ...]:
         raise DataFileError(path, line, "segments", "a pair task needs one 0/1 segment id "
                             "per token (0 = premise, 1 = hypothesis)")
     return tuple(seg)
+
+
+def _words(path, line: int, row: dict) -> tuple[int, ...] | None:
+    """An optional ``words`` field: the word index of each piece, non-decreasing from 0."""
+    words = row.get("words")
+    if words is None:
+        return None
+    ok = (isinstance(words, list) and len(words) == len(row["tokens"])
+          and all(isinstance(w, int) for w in words) and words[:1] in ([], [0])
+          and all(0 <= b - a <= 1 for a, b in itertools.pairwise(words)))
+    if not ok:
+        raise DataFileError(path, line, "words", "expected one word index per token, "
+                            "starting at 0 and rising by 0 or 1")
+    return tuple(words)
 
 
 def data_fingerprint(splits: dict[str, list[Example]]) -> str:

@@ -266,7 +266,7 @@ def test_gradient_methods_leave_no_grads_and_work_under_no_grad(name):
     assert all(p.grad is None for p in model.parameters())
 
 
-@pytest.mark.parametrize("name", submissions.REFERENCE + ("TEMPLATE",))
+@pytest.mark.parametrize("name", submissions.UNIVERSAL + ("TEMPLATE",))
 def test_reference_explainer_passes_every_plugin_check(name):
     explainer = load_explainer(f"submissions.{name}")
     batch, target = padded_batch()
@@ -300,6 +300,7 @@ def test_reference_ids():
                                 "n_steps=50]@1",
         "occlusion": "occlusion[eraser=delete]@1",
         "random": "random[distribution=uniform]@1",
+        "attention_rollout": "attention_rollout[heads=mean;residual=0.5]@1",
     }
     assert IntegratedGradientsExplainer(n_steps=20).spec.param("n_steps") == 20
 
@@ -380,7 +381,7 @@ ALIGNMENT_FLOOR = {"attention": 0.9, "gradient": 0.55, "gradient_x_input": 0.9,
                    "integrated_gradients": 0.95, "occlusion": 0.95}
 
 
-@pytest.mark.parametrize("name", submissions.REFERENCE)
+@pytest.mark.parametrize("name", submissions.UNIVERSAL)
 def test_explainers_recover_the_known_alignment(reversal, name):
     model, (batch, target, gold) = reversal
     scores = load_explainer(submissions.reference_module(name)).explain(model, batch, target,
@@ -401,7 +402,7 @@ def test_explainers_pass_plugin_checks_on_alignment_rows(reversal):
     model, (batch, target, _) = reversal
     rows = torch.tensor([0, 5, 11, 17, 30, 40])
     small = batch.select(rows)
-    for name in submissions.REFERENCE:
+    for name in submissions.UNIVERSAL:
         explainer = load_explainer(submissions.reference_module(name))
         results = run_checks(explainer, InProcess(explainer, model, 1.0), small, target[rows])
         failed = [(r.check, r.detail) for r in results if not r.passed]

@@ -40,7 +40,7 @@ def broken(name: str) -> str:
 
 # ---------------------------------------------------------------- loading
 
-@pytest.mark.parametrize("name", submissions.REFERENCE)
+@pytest.mark.parametrize("name", submissions.UNIVERSAL)
 def test_load_by_file_path(name, model, batch):
     explainer = load_explainer(str(SUBMISSIONS / f"{name}.py"))
     assert isinstance(explainer.spec, ExplainerSpec) and explainer.spec.name == name

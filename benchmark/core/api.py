@@ -33,6 +33,15 @@ from benchmark.core.stats import Aggregation
 GRADIENTS = "gradients"  # model is differentiable wrt its input embeddings
 EMBEDDINGS = "embeddings"  # embed() / logits_from_embeddings()
 ATTENTION = "attention"  # attention()
+LAYER_ATTENTION = "layer_attention"  # attention_maps(): every layer's and head's attention
+CAPABILITIES = (GRADIENTS, EMBEDDINGS, ATTENTION, LAYER_ATTENTION)
+
+
+def capabilities(model: Any) -> frozenset[str]:
+    """What a model offers explainers: its ``capabilities`` attribute if it declares one,
+    else the three of the original surface (every task model here has them)."""
+    declared = getattr(model, "capabilities", None)
+    return frozenset(declared) if declared is not None else frozenset(CAPABILITIES[:3])
 
 
 
@@ -43,7 +52,10 @@ class Batch:
     ids: (B, T) long; mask: (B, T) bool, True = real token;
     segments: (B, T) long or None (0 = first sentence, 1 = second);
     prefix, prefix_mask: (B, U) teacher-forced target prefix, or None;
-    example_ids: B strings, the ids records and files use.
+    example_ids: B strings, the ids records and files use;
+    words: (B, T) long word index of each position, or None where every token is a
+    word. A subword model's pieces of one word share an index; metrics then rank and
+    erase whole words unless asked for ``granularity="subword"``.
     """
 
     ids: torch.Tensor
@@ -52,6 +64,7 @@ class Batch:
     segments: torch.Tensor | None = None
     prefix: torch.Tensor | None = None
     prefix_mask: torch.Tensor | None = None
+    words: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return self.ids.shape[0]
@@ -76,6 +89,7 @@ class Batch:
             segments=pick(self.segments),
             prefix=pick(self.prefix),
             prefix_mask=pick(self.prefix_mask),
+            words=pick(self.words),
         )
 
     def tokens_of(self, row: int) -> list[int]:
@@ -193,7 +207,8 @@ class TaskSpec:
 class Example:
     """One input as the model sees it; ``reference`` marks rationale tokens, if known;
     ``segments`` tells the sentences of a pair apart (0 premise, 1 hypothesis);
-    ``label`` is the gold class, or -1 where none is known."""
+    ``label`` is the gold class, or -1 where none is known; ``words`` gives the word
+    index of each token where tokens are subwords (None: every token is a word)."""
 
     id: str
     tokens: tuple[str, ...]
@@ -201,6 +216,7 @@ class Example:
     reference: tuple[bool, ...] | None = None
     segments: tuple[int, ...] | None = None
     extras: dict | None = field(default=None, compare=False)  # carried along, e.g. e-SNLI texts
+    words: tuple[int, ...] | None = None
 
 
 @runtime_checkable
@@ -226,6 +242,9 @@ class TaskOptions:
     transform: DataTransform | None = None  # applied to every split before training
     masked_training: bool = False  # train with random masking (classification tasks)
     gold_out_of_range: str = "error"  # alignment gold: "drop" removes and counts such links
+    model: str | None = None  # model family: None = the task's own (BiLSTM), "transformer"
+    model_path: str | None = None  # a Hugging Face classifier directory to evaluate as is
+    model_layers: int | None = None  # transformer family: keep the first N encoder layers
 
 
 @runtime_checkable
@@ -400,3 +419,24 @@ class SimpleMetric:
         if isinstance(out, tuple):
             return MetricOutput(out[0].double(), dict(out[1]))
         return MetricOutput(out.double())
+
+
+# -- reading a Transformer's attention (models with LAYER_ATTENTION) ----------------
+
+def token_attention(maps: torch.Tensor, index: torch.Tensor, mask: torch.Tensor, *,
+                    layer: int = -1, heads: str = "mean", query: int = 0) -> torch.Tensor:
+    """(B, T) attention of one layer's ``query`` row (position 0: [CLS]) over the real
+    pieces, heads averaged (or their maximum), renormalized to sum to 1 over the pieces
+    (the mass on special tokens is dropped)."""
+    per_layer = maps[:, layer]  # (B, H, S, S)
+    row = per_layer[:, :, query, :]  # (B, H, S)
+    row = row.mean(1) if heads == "mean" else row.max(1).values
+    return over_pieces(row, index, mask)
+
+
+def over_pieces(row: torch.Tensor, index: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(B, T) values of a (B, S) full-sequence row at each batch position's place,
+    renormalized over the real pieces; zero at padding."""
+    picked = row.gather(1, index.clamp(min=0)) * mask
+    total = picked.sum(1, keepdim=True)
+    return torch.where(total > 0, picked / total.clamp(min=1e-30), picked)

@@ -3,7 +3,12 @@
 ``delete`` removes the tokens and closes the gap, order kept (ERASER);
 ``mask`` substitutes the model's unknown-word id; ``pad`` substitutes the
 padding id (zero embedding). The last two keep the length, so the input stays
-closer to the training distribution in length but not in content.
+closer to the training distribution in length but not in content. ``retokenize``
+(subword models with a tokenizer only) deletes, then decodes the remaining pieces to
+text and tokenizes that text again, as text-level tools such as ferret do: the
+model sees what a user would get by typing the perturbed sentence, which is not
+always the remaining pieces (a word's tail glued to its neighbour re-splits). The
+perturbation engine applies it (``Perturber``), since it needs the model's tokenizer.
 """
 
 import torch
@@ -11,7 +16,7 @@ import torch
 from benchmark.core.api import Batch
 from benchmark.core.errors import InputError
 
-ERASERS = ("delete", "mask", "pad")
+ERASERS = ("delete", "mask", "pad", "retokenize")
 
 
 def check_eraser(how: str, where: str = "") -> None:
@@ -30,6 +35,9 @@ def erase(batch: Batch, keep: torch.Tensor, how: str, *, pad_id: int, mask_id: i
         return batch.replace(ids=torch.where(keep | ~batch.mask, batch.ids, mask_id))
     if how == "pad":
         return batch.replace(ids=torch.where(keep | ~batch.mask, batch.ids, pad_id))
+    if how == "retokenize":
+        raise InputError("the retokenize eraser needs the model's tokenizer: it runs in the "
+                         "perturbation engine (benchmark.core.perturb.Perturber)")
     check_eraser(how)
     raise AssertionError(how)
 
@@ -42,7 +50,8 @@ def _delete(batch: Batch, keep: torch.Tensor, pad_id: int) -> Batch:
     order = order[:, :width]
     mask = torch.arange(width, device=keep.device).unsqueeze(0) < n.unsqueeze(1)
     ids = batch.ids.gather(1, order).masked_fill(~mask, pad_id)
-    segments = None
-    if batch.segments is not None:
-        segments = batch.segments.gather(1, order).masked_fill(~mask, 0)
-    return batch.replace(ids=ids, mask=mask, segments=segments)
+    def follow(values):  # per-position fields move with their tokens
+        return None if values is None else values.gather(1, order).masked_fill(~mask, 0)
+
+    return batch.replace(ids=ids, mask=mask, segments=follow(batch.segments),
+                         words=follow(batch.words))

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 
 import torch
 
-from benchmark.core.api import Batch, ExplainableModel, Explainer
+from benchmark.core.api import Batch, ExplainableModel, Explainer, capabilities
 from benchmark.core.errors import InputError, PluginError
 from benchmark.core.validation import call_plugin, explain_checked, over_budget
 
@@ -159,6 +159,13 @@ def plugin_caller(explainer: Explainer, model: ExplainableModel, *,
                   time_budget_s: float | None, isolation: str = "auto"):
     """The object whose ``explain(batch, target, seed=)`` every caller uses; closed after."""
     check_isolation(isolation)
+    missing = explainer.spec.requires - capabilities(model)
+    if missing:
+        raise PluginError(explainer.spec.name, "capabilities",
+                          f"needs {', '.join(sorted(missing))}, which model "
+                          f"{type(model).__name__} does not offer (it has: "
+                          f"{', '.join(sorted(capabilities(model)))}); e.g. attention_rollout "
+                          "needs every layer's attention, which only a Transformer exposes")
     in_worker = isolation == "process" or (isolation == "auto" and not is_reference(explainer))
     if in_worker and "fork" not in multiprocessing.get_all_start_methods():
         log.warning("%s: this platform cannot fork; running the plugin in-process",

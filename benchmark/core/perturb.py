@@ -64,8 +64,7 @@ class Perturber:
         n = keep.shape[0]
         if n == 0:
             return torch.empty(0, 0)
-        variants = erase(batch.select(rows), keep, how,
-                         pad_id=self.model.pad_id, mask_id=self.model.mask_id)
+        variants = self._erase(batch.select(rows), keep, how)
         self.rows_requested += n
         if not self.share:
             return self._forward(variants, torch.arange(n))
@@ -86,6 +85,16 @@ class Perturber:
             self._keep(probs, len(self._slot))
             self._slot.update(pending)  # only after the forward pass succeeded
         return self._store.index_select(0, torch.tensor(slots, dtype=torch.long))
+
+    def _erase(self, batch: Batch, keep: torch.Tensor, how: str) -> Batch:
+        if how != "retokenize":
+            return erase(batch, keep, how, pad_id=self.model.pad_id, mask_id=self.model.mask_id)
+        retokenize = getattr(self.model, "retokenize", None)
+        if retokenize is None:
+            raise InputError(f"eraser retokenize: model {type(self.model).__name__} has no "
+                             "tokenizer to decode and re-encode text (subword models only)")
+        return retokenize(erase(batch, keep, "delete", pad_id=self.model.pad_id,
+                                mask_id=self.model.mask_id))
 
     def _forward(self, variants: Batch, which: torch.Tensor) -> torch.Tensor:
         """(len(which), C) probabilities of the already-erased rows ``which`` of
@@ -153,5 +162,6 @@ def _trim(batch: Batch) -> Batch:
     width = max(int(batch.mask.sum(dim=1).max()), 1)
     if width == batch.ids.shape[1]:
         return batch
-    seg = None if batch.segments is None else batch.segments[:, :width]
-    return batch.replace(ids=batch.ids[:, :width], mask=batch.mask[:, :width], segments=seg)
+    cut = lambda t: None if t is None else t[:, :width]
+    return batch.replace(ids=cut(batch.ids), mask=cut(batch.mask), segments=cut(batch.segments),
+                         words=cut(batch.words))

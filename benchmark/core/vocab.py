@@ -38,7 +38,8 @@ class Vocabulary:
 
 
 def collate(rows: Sequence[Sequence[int]], example_ids: Sequence[str], *, pad_id: int = 0,
-            segments: Sequence[Sequence[int]] | None = None) -> Batch:
+            segments: Sequence[Sequence[int]] | None = None,
+            words: Sequence[Sequence[int] | None] | None = None) -> Batch:
     """Right-pad id lists into a Batch.
 
     >>> b = collate([[5, 6, 7], [8]], ["a", "b"])
@@ -49,9 +50,14 @@ def collate(rows: Sequence[Sequence[int]], example_ids: Sequence[str], *, pad_id
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.bool)
     seg = torch.zeros((len(rows), width), dtype=torch.long) if segments is not None else None
+    word = torch.zeros((len(rows), width), dtype=torch.long) if words is not None else None
     for i, r in enumerate(rows):
         ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
         mask[i, : len(r)] = True
         if seg is not None:
             seg[i, : len(r)] = torch.tensor(segments[i], dtype=torch.long)
-    return Batch(ids=ids, mask=mask, example_ids=tuple(str(e) for e in example_ids), segments=seg)
+        if word is not None:  # a row without word ids: each token its own word
+            word[i, : len(r)] = torch.tensor(words[i] if words[i] is not None else range(len(r)),
+                                             dtype=torch.long)
+    return Batch(ids=ids, mask=mask, example_ids=tuple(str(e) for e in example_ids), segments=seg,
+                 words=word)

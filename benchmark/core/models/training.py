@@ -36,11 +36,17 @@ class TrainConfig:
     word_dropout: float = 0.0  # probability that a real training token becomes <unk>
     # share of each batch's examples masked at a ratio drawn from U(0, 1) (Madsen et al.)
     mask_training: float = 0.0
+    # "adamw": AdamW with linear warm-up over the first ``warmup`` share of the steps,
+    # then linear decay to 0 (the usual Transformer fine-tuning schedule)
+    optimizer: str = "adam"
+    warmup: float = 0.0
 
     def as_dict(self) -> dict:
         d = asdict(self)
-        if not d["mask_training"]:  # absent when off: earlier models keep their cache keys
-            del d["mask_training"]
+        # fields at their defaults are left out, so earlier models keep their cache keys
+        for name, default in (("mask_training", 0.0), ("optimizer", "adam"), ("warmup", 0.0)):
+            if d[name] == default:
+                del d[name]
         return d
 
 
@@ -141,6 +147,24 @@ def perplexity(model: nn.Module, batches: Iterable[tuple[Batch, torch.Tensor]]) 
 NEXT_WORD = Objective(_next_word_loss, lambda m, b: -perplexity(m, b), "val_neg_perplexity")
 
 
+def _optimizer(model: nn.Module, config: TrainConfig, count_steps: Callable[[], int]):
+    """The optimizer and, for AdamW, its per-step warm-up/decay schedule over
+    ``count_steps()`` steps (counted only then: it builds an epoch's batches)."""
+    if config.optimizer == "adam":
+        return torch.optim.Adam(model.parameters(), lr=config.lr,
+                                weight_decay=config.weight_decay), None
+    if config.optimizer != "adamw":
+        raise ValueError(f"unknown optimizer {config.optimizer!r} (adam or adamw)")
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    steps = count_steps()
+    warm = max(1, int(config.warmup * steps))
+
+    def factor(step: int) -> float:
+        return (step + 1) / warm if step < warm else max(0.0, (steps - step) / max(1, steps - warm))
+
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
+
+
 def train(
     model: nn.Module,
     train_batches: Callable[[int], list[tuple[Batch, torch.Tensor]]],
@@ -159,7 +183,7 @@ def train(
     """
     seed_everything(seed)
     dropout_rng = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    opt, schedule = _optimizer(model, config, lambda: config.epochs * len(train_batches(0)))
     best, best_state, bad, history = -float("inf"), None, 0, []
     for epoch in range(config.epochs):
         model.train()
@@ -174,6 +198,8 @@ def train(
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), config.clip)
             opt.step()
+            if schedule is not None:
+                schedule.step()
             total += float(loss.detach()) * count
             seen += count
         score = objective.score(model, val_batches)

@@ -1,0 +1,178 @@
+"""faithbench against ferret (Attanasio et al. 2023) on the same model, the same
+explanations and the same metric definitions: do the numbers agree, and which tool
+is faster?
+
+    python benchmarks/vs_ferret.py --data-dir ../shared/data --out runs/vs_ferret
+
+1. The fine-tuned MiniLM SST-2 model of ``--model transformer`` (trained, or loaded
+   from the cache) is exported as a Hugging Face checkpoint directory.
+2. ``benchmarks/ferret_side.py`` runs in its own virtualenv (ferret-xai 0.4.2 pins
+   transformers<5, datasets<3, numpy<2, captum<0.8, older than faithbench's, so it
+   cannot be an extra of this package; the venv is built on first use from
+   ``benchmarks/peers-requirements.txt``): ferret's Gradient, Gradient x Input, LIME
+   and Partition SHAP explain the first N validation sentences, and ferret's AOPC
+   comprehensiveness, sufficiency and tau-LOO evaluators score them, timed.
+3. ``faithbench score`` (a subprocess, timed end to end) scores each explanation file
+   with ``comprehensiveness[preset=ferret]``, ``sufficiency[preset=ferret]`` and
+   ``taucorr_loo[preset=ferret]``.
+4. Per example the two tools must agree to 1e-4 (the script exits 1 otherwise); the
+   table gives the largest difference and both tools' times.
+
+The tests never need ferret; this is a benchmark. ``--reuse`` keeps a finished ferret
+side (LIME and SHAP take about 11 s per sentence on one core).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tabulate import tabulate
+
+HERE = Path(__file__).resolve().parent
+VENV = Path.home() / ".cache" / "faithbench" / "peers-venv"
+NAMES = ("gradient", "gradient_x_input", "lime", "partition_shap")
+METRICS = {"aopc_compr": "comprehensiveness[preset=ferret]",
+           "aopc_suff": "sufficiency[preset=ferret]",
+           "taucorr_loo": "taucorr_loo[preset=ferret]"}
+TOLERANCE = 1e-4
+MODEL_FLAGS = ["--task", "sentiment", "--model", "transformer", "--epochs", "1"]
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data-dir", required=True)
+    p.add_argument("--out", default="runs/vs_ferret")
+    p.add_argument("--n", type=int, default=200, help="validation sentences (default 200)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads of both tools")
+    p.add_argument("--reuse", action="store_true", help="keep a finished ferret side in --out")
+    return p.parse_args()
+
+
+def export_model(data_dir: str, target: Path, threads: int) -> str:
+    """The fine-tuned SST-2 MiniLM as a Hugging Face directory; returns its weights hash."""
+    import torch
+
+    import tasks
+    from benchmark.core.api import TaskOptions
+    torch.set_num_threads(threads)
+    ready = tasks.get_task("sentiment").prepare(
+        TaskOptions(data_dir=data_dir, model="transformer", epochs=1), progress=False)
+    hf = ready.model.hf
+    hf.config.id2label = dict(enumerate(ready.spec.labels))
+    hf.config.label2id = {name: i for i, name in enumerate(ready.spec.labels)}
+    hf.save_pretrained(target)
+    ready.model.tokenizer.save_pretrained(target)
+    print(f"model {ready.checkpoint}: accuracy {ready.accuracy}")
+    return ready.checkpoint
+
+
+def venv_python() -> Path:
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        pip = [str(python), "-m", "pip", "install", "--quiet"]
+        subprocess.run([*pip, "torch==2.13.0"], check=True)
+        subprocess.run([*pip, "-r", str(HERE / "peers-requirements.txt")], check=True)
+    return python
+
+
+def ferret_side(model_dir: Path, args, out: Path, checkpoint: str) -> dict:
+    marker = out / "checkpoint.txt"
+    if args.reuse and (out / "timing.json").exists() and marker.exists() \
+            and marker.read_text() == f"{checkpoint} {args.n}":
+        print(f"reusing the ferret side in {out}")
+    else:
+        subprocess.run([str(venv_python()), str(HERE / "ferret_side.py"), "--model-dir",
+                        str(model_dir), "--data-dir", args.data_dir, "--n", str(args.n),
+                        "--out", str(out), "--threads", str(args.threads)], check=True)
+        marker.write_text(f"{checkpoint} {args.n}")
+    return json.loads((out / "timing.json").read_text())
+
+
+def faithbench_side(ferret_out: Path, args, out: Path) -> tuple[float, list, dict]:
+    """One `faithbench score` process for all four explanation files (as ferret scores
+    them in one process): (its wall seconds, summary rows, {(file stem, metric, id): value})."""
+    per_example, summary = out / "per_example.jsonl", out / "summary.jsonl"
+    files = [str(ferret_out / f"explanations-{name}.jsonl") for name in NAMES]
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+    start = time.perf_counter()
+    subprocess.run(["faithbench", "--threads", str(args.threads), "score", *MODEL_FLAGS,
+                    "--data-dir", args.data_dir, "--explanations", *files,
+                    "--metrics", *METRICS.values(), "--per-example", str(per_example),
+                    "--summary", str(summary), "--no-progress"],
+                   check=True, env=env, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    rows = [json.loads(line) for line in summary.read_text().splitlines()]
+    values = {}
+    for line in per_example.read_text().splitlines():
+        row = json.loads(line)
+        stem = Path(row["explanations"]).stem.removeprefix("explanations-")
+        values[(stem, row["metric"].split("[")[0], row["id"])] = row["value"]
+    return wall, rows, values
+
+
+def differences(name: str, ferret_rows: list[dict], ours: dict) -> dict[str, float]:
+    """Largest |ferret − faithbench| per metric (NaN in both counts as agreement)."""
+    worst = {}
+    for key, metric in METRICS.items():
+        metric_name = metric.split("[")[0]
+        gaps = []
+        for row in ferret_rows:
+            a, b = row[key], ours[(name, metric_name, row["id"])]
+            if a is None or b is None:
+                gaps.append(0.0 if a is None and b is None else float("inf"))
+            else:
+                gaps.append(abs(a - b))
+        worst[metric_name] = max(gaps)
+    return worst
+
+
+def main() -> int:
+    args = parse_args()
+    out = Path(args.out)
+    model_dir, ferret_out = out / "model", out / "ferret"
+    for d in (model_dir, ferret_out, out / "faithbench"):
+        d.mkdir(parents=True, exist_ok=True)
+    checkpoint = export_model(args.data_dir, model_dir, args.threads)
+    timing = ferret_side(model_dir, args, ferret_out, checkpoint)
+    wall, rows, ours = faithbench_side(ferret_out, args, out / "faithbench")
+    table, ok, ferret_s, ferret_rows_n = [], True, 0.0, 0
+    for name in NAMES:
+        ferret_rows = [json.loads(line) for line in
+                       (ferret_out / f"ferret-{name}.jsonl").read_text().splitlines()]
+        worst = differences(name, ferret_rows, ours)
+        ok &= all(v <= TOLERANCE for v in worst.values())
+        t = timing[name]
+        mine = [r for r in rows if Path(r["explanations"]).stem.endswith(name)]
+        ferret_s += t["evaluate_s"]
+        ferret_rows_n += t["eval_rows_forwarded"]
+        table.append([name, len(ferret_rows), *(f"{worst[m.split('[')[0]]:.1e}" for m in METRICS.values()),
+                      f"{t['evaluate_s']:.1f}", f"{t['eval_rows_forwarded']:,}",
+                      f"{sum(r['seconds'] for r in mine):.1f}",
+                      f"{sum(r['rows_forwarded'] for r in mine):,}"])
+    metric_s = sum(r["seconds"] for r in rows)
+    forwarded = sum(r["rows_forwarded"] for r in rows)
+    print(tabulate(table, headers=["explainer", "n", "max|Δ| comp", "max|Δ| suff", "max|Δ| τ",
+                                   "ferret s", "ferret rows", "faithbench s (metrics)",
+                                   "faithbench rows"]))
+    totals = {"ferret_s": ferret_s, "ferret_rows": ferret_rows_n, "faithbench_process_s": wall,
+              "faithbench_metric_s": metric_s, "faithbench_rows": forwarded}
+    print(f"\nall four explainers, three metrics: ferret {ferret_s:.1f} s ({ferret_rows_n:,} rows);"
+          f" faithbench {wall:.1f} s as one process, start-up, model and data loading included"
+          f" ({ferret_s / wall:.1f}x), {metric_s:.1f} s in its metrics ({ferret_s / metric_s:.1f}x,"
+          f" {forwarded:,} rows); {args.threads} thread(s)")
+    (out / "report.json").write_text(json.dumps({"rows": table, "totals": totals,
+                                                 "agree": ok, "tolerance": TOLERANCE}, indent=1))
+    if not ok:
+        print(f"DISAGREEMENT above {TOLERANCE}", file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
