@@ -10,6 +10,7 @@ explainer) the same way, so a resumed run does not explain again.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import logging
 import shutil
@@ -22,7 +23,7 @@ import metrics as metric_registry
 import submissions
 from benchmark import plan
 from benchmark.core.api import Explainer, capabilities
-from benchmark.core.errors import PluginError
+from benchmark.core.errors import InputError, PluginError
 from benchmark.core.plugins import load_explainer
 from benchmark.core.records import (
     FailureRecord,
@@ -56,12 +57,32 @@ class RunSummary:
         return 1 if self.failures else 0
 
 
+def configured(ref: str):
+    """A reference explainer with parameters, as in its canonical id:
+    ``attention[layer=0;heads=max]``, ``integrated_gradients[n_steps=20]``.
+
+    >>> configured("attention[heads=max;layer=-2]").spec.id
+    'attention[heads=max;layer=-2]@1'
+    """
+    name, params = metric_registry.parse_params(ref, "explainer")  # one syntax for both
+    explainer = submissions.get_explainer(name)
+    fields = {f.name for f in dataclasses.fields(explainer) if f.init}
+    unknown = sorted(set(params) - fields)
+    if unknown:
+        raise InputError(f"explainer {name!r} has no parameter {unknown[0]!r} "
+                         f"(settable: {', '.join(sorted(fields)) or 'none'})")
+    try:
+        return dataclasses.replace(explainer, **params)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"explainer {ref!r}: {exc}") from exc
+
+
 def resolve_explainer(ref: str) -> Explainer:
     """A reference name (``gradient``) or any plugin reference (path, module, entry point)."""
     if ref in submissions.REGISTRY:
         return submissions.get_explainer(ref)
     if "[" in ref and ref.split("[", 1)[0] in submissions.REGISTRY:  # e.g. attention[layer=0]
-        return submissions.configured(ref)
+        return configured(ref)
     try:
         return load_explainer(ref)
     except PluginError as exc:

@@ -137,6 +137,10 @@ explainer.
 
 Common to all four
 ------------------
+Subword models. On a Transformer a word's reference mark is copied to each of its
+pieces, and the pieces are ranked by their own scores: a rationale word of three
+pieces is three reference positions.
+
 OOD caveat. None of their own (nothing is erased), but plausibility says nothing
 about faithfulness: a model can be right for reasons the reference does not mark,
 and then a faithful explainer scores low here.

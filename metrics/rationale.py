@@ -28,7 +28,23 @@ Sufficiency ≈ 0 means the rationale alone gives the full-input confidence; neg
 means the rationale alone is *more* confident than x; ≈ 1 means it carries nothing.
 
 Parameters. ``bins`` (default (0.01, 0.05, 0.1, 0.2, 0.5)), ``rounding`` ("ceil",
-"round", "floor"), ``eraser`` ("delete", "mask", "pad").
+"round", "floor", or "trunc": floor without the clamp, a k = 0 bin is skipped),
+``eraser`` ("delete", "mask", "pad", "retokenize"), and three switches that are off by
+default: ``positive_only`` (the rationale is the top-k units scored above 0, so it may
+hold fewer than k; a bin whose rationale is empty is skipped), ``distinct`` (a bin
+whose rationale equals the last kept bin's is skipped) and ``if_empty`` (the value
+when every bin is skipped; default NaN, the example has none). The ``ferret`` preset
+(``comprehensiveness[preset=ferret]``) sets them as ferret-xai 0.4.2 computes its
+AOPC: bins 0.1, …, 1.0, ``trunc``, positive only, distinct, 0 (comprehensiveness) or
+1 (sufficiency) when empty, pieces not words, and the ``retokenize`` eraser (each
+perturbation decoded to text and tokenized again).
+
+Subword models. On a Transformer the tokens are the model's subword pieces, and k
+counts *words*: a word's score is the sum of its pieces' scores, words are ranked,
+and all pieces of a word go together (special tokens are never part of the input a
+metric sees). Half a word left behind is a fragment the model never saw in training,
+and its remaining pieces still name the word. ``granularity="subword"`` ranks and
+erases pieces instead (ferret's convention).
 
 OOD caveat. x ∖ r_b and r_b alone may lie off the training distribution, so a
 probability drop (a high comprehensiveness, a high sufficiency) can come from that

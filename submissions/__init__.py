@@ -7,10 +7,7 @@ registration style as tasks and metrics (duplicates refused, "did you mean" for
 unknown names); ``REFERENCE`` is its names, in order.
 """
 
-import dataclasses
-
 from benchmark.core.api import ATTENTION, EMBEDDINGS, GRADIENTS
-from benchmark.core.errors import InputError
 from benchmark.core.registry import Registry
 from submissions import (
     attention,
@@ -36,28 +33,6 @@ UNIVERSAL = tuple(n for n in REFERENCE
 def get_explainer(name: str):
     """The reference explainer ``name``; an unknown name raises with "did you mean"."""
     return REGISTRY.get(name)
-
-
-def configured(ref: str):
-    """A reference explainer with parameters, as in its canonical id:
-    ``attention[layer=0;heads=max]``, ``integrated_gradients[n_steps=20]``.
-
-    >>> configured("attention[heads=max;layer=-2]").spec.id
-    'attention[heads=max;layer=-2]@1'
-    """
-    from metrics import parse_params  # the parser of metric ids: one syntax for both
-
-    name, params = parse_params(ref, "explainer")
-    explainer = get_explainer(name)
-    fields = {f.name for f in dataclasses.fields(explainer) if f.init}
-    unknown = sorted(set(params) - fields)
-    if unknown:
-        raise InputError(f"explainer {name!r} has no parameter {unknown[0]!r} "
-                         f"(settable: {', '.join(sorted(fields)) or 'none'})")
-    try:
-        return dataclasses.replace(explainer, **params)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"explainer {ref!r}: {exc}") from exc
 
 
 def reference_module(name: str) -> str:

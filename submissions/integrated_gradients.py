@@ -83,7 +83,8 @@ class IntegratedGradientsExplainer:
                                          batch.prefix_mask),
                 n_steps=self.n_steps,
                 method="gausslegendre",
-                internal_batch_size=max(self.rows_per_pass, n_rows),
+                internal_batch_size=max(min(self.rows_per_pass, getattr(
+                    model, "max_rows_per_pass", self.rows_per_pass)), n_rows),
             )  # (B, T, D)
         return attributions.sum(dim=-1).float().masked_fill(~batch.mask, 0.0)
 

@@ -143,6 +143,10 @@ class AlignmentTask:
         if options.masked_training or options.transform is not None:
             raise InputError(f"{self.spec.name}: masked training and ROAR apply to the "
                              "classification tasks only")
+        if options.model not in (None, "bilstm") or options.model_path:
+            raise InputError(f"{self.spec.name}: the model families (--model, --model-path) "
+                             "apply to the classification tasks; alignment has its own "
+                             "encoder-decoder")
         gold, dropped, training, held = self.read(options)
         src_vocab = Vocabulary.build((s for s, _ in training), self.min_freq)
         tgt_counts = Vocabulary.build((t for _, t in training), self.min_freq,

@@ -182,7 +182,8 @@ class ClassificationTask:
             model.eval()
             return ready
         tconf = st.tconf
-        val = [(b, y) for b, y, _ in ready.batches(splits[self.val_split], 256)]
+        size = min(256, getattr(model, "max_rows_per_pass", 256))  # rows per eval pass
+        val = [(b, y) for b, y, _ in ready.batches(splits[self.val_split], size)]
 
         def epoch_batches(epoch: int):
             rows = list(splits[self.train_split])
@@ -208,7 +209,8 @@ class ClassificationTask:
 
     def _accuracy(self, ready: ReadyTask) -> dict[str, float]:
         """Accuracy on every labelled split but the training one."""
-        return {split: accuracy(ready.model, [(b, y) for b, y, _ in ready.batches(rows, 256)])
+        size = min(256, getattr(ready.model, "max_rows_per_pass", 256))
+        return {split: accuracy(ready.model, [(b, y) for b, y, _ in ready.batches(rows, size)])
                 for split, rows in ready.splits.items()
                 if split != self.train_split and all(e.label >= 0 for e in rows)}
 

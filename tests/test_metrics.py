@@ -537,7 +537,11 @@ def test_registered_metric_contract(name):
     out = metric.compute(make_input(ROWS, SCORES, reference=REFS, segments=SEGMENTS))
     assert isinstance(out, MetricOutput)
     assert out.values.shape == (len(ROWS),) and out.values.dtype == torch.float64
-    assert torch.isfinite(out.values).all()
+    if name == "taucorr_loo":  # undefined (NaN) where the scores are constant: no ranking
+        short = torch.tensor([len(set(s)) < 2 for s in SCORES])
+        assert torch.isnan(out.values[short]).all() and torch.isfinite(out.values[~short]).all()
+    else:
+        assert torch.isfinite(out.values).all()
     for flag in out.flags.values():
         assert flag.shape == (len(ROWS),) and flag.dtype == torch.bool
 
@@ -565,6 +569,7 @@ def test_registry_and_helpers():
         "sufficiency",
         "flip_rate",
         "flip_fraction",
+        "taucorr_loo",
         "r_precision",
         "average_precision",
         "token_f1",
@@ -579,13 +584,14 @@ def test_registry_and_helpers():
     with pytest.raises(UnknownNameError, match="did you mean 'sufficiency'"):
         get_metric("sufficency")
     plain = [m.spec.name for m in default_metrics(CLASSIFICATION, has_reference=False)]
-    assert plain == REGISTRY.names()[:6]
+    assert plain == REGISTRY.names()[:7]
     with_ref = [m.spec.name for m in default_metrics(CLASSIFICATION, has_reference=True)]
-    assert with_ref == REGISTRY.names()[:11]
+    assert with_ref == REGISTRY.names()[:12]
     pairs = [m.spec.name for m in default_metrics(PAIR_CLASSIFICATION, has_reference=True)]
-    assert pairs == REGISTRY.names()[:12]
+    assert pairs == REGISTRY.names()[:13]
     alignment = [m.spec.name for m in default_metrics(ALIGNMENT, has_reference=True)]
-    assert alignment == REGISTRY.names()[:6] + REGISTRY.names()[12:15]  # erasure per row, AER
+    # erasure per row and AER; taucorr_loo is for classifiers only
+    assert alignment == REGISTRY.names()[:6] + REGISTRY.names()[13:16]
     assert "roar" not in plain + pairs  # retraining runs only when asked for
     with pytest.raises(UnknownNameError):
         default_metrics("regression", has_reference=False)

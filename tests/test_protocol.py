@@ -137,3 +137,23 @@ def test_comma_separated_explainers_run(tmp_path, synthetic_ready):
     names = {r["explainer"].split("[")[0].split("@")[0] for r in read_jsonl(out / "results.jsonl")}
     assert names == {"random", "gradient"}
     assert math.isfinite(read_jsonl(out / "results.jsonl")[0]["estimate"]["mean"])
+
+
+def test_several_explanation_files_share_one_model_and_engine(tmp_path, synthetic_ready):
+    """Two files with the same scores: the second asks for exactly the first's variants,
+    so it forwards none, and both get the values a lone file gets."""
+    examples = synthetic_ready.examples("test", 12)
+    rows = [{"id": e.id, "tokens": list(e.tokens),
+             "scores": [float(i % 3) for i in range(len(e.tokens))]} for e in examples]
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for path in (a, b):
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = RunConfig(metrics=("comprehensiveness", "taucorr_loo"), progress=False)
+    both = score_file("synthetic", [str(a), str(b)], config, str(tmp_path / "per.jsonl"))
+    alone = score_file("synthetic", str(a), config)
+    assert [r["explanations"] for r in both] == [str(a), str(a), str(b), str(b)]
+    assert [r["mean"] for r in both] == [r["mean"] for r in alone] * 2
+    assert all(r["rows_forwarded"] > 0 for r in both[:2])
+    assert all(r["rows_forwarded"] == 0 for r in both[2:])
+    per = read_jsonl(tmp_path / "per.jsonl")
+    assert {r["explanations"] for r in per} == {str(a), str(b)} and len(per) == 4 * 12

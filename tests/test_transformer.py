@@ -118,7 +118,8 @@ def test_rollout_matches_a_hand_product_of_layers(tokenizer, tiny):
 
 
 def test_layer_attention_explainers_are_refused_on_a_bilstm(model, batch):
-    from submissions import configured, get_explainer
+    from benchmark.runner import configured
+    from submissions import get_explainer
     assert "layer_attention" not in capabilities(model)
     for explainer in (get_explainer("attention_rollout"), configured("attention[layer=0]")):
         with pytest.raises(PluginError, match="layer_attention"), \
@@ -137,7 +138,7 @@ def test_default_run_on_a_bilstm_leaves_rollout_out(model):
 @torch.no_grad()
 def test_attention_layer_and_heads_parameters(tokenizer, tiny):
     hf, model = tiny
-    from submissions import configured
+    from benchmark.runner import configured
     batch = single_batch(tokenizer, SENTENCES[:1])
     n = int(batch.lengths[0])
     first = hf(**tokenizer(SENTENCES[:1], return_tensors="pt"), output_attentions=True).attentions[0]

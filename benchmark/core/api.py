@@ -107,10 +107,14 @@ class ExplainableModel(Protocol):
     ``logits`` returns (B, C) scores over classes (or the target vocabulary);
     ``embed`` the (B, T, D) input embeddings that ``logits_from_embeddings`` maps
     to the same logits, so gradients wrt embeddings are well defined;
-    ``attention`` (B, T) weights that sum to 1 over real tokens.
+    ``attention`` (B, T) weights that sum to 1 over real tokens. Optional: a
+    ``capabilities`` set (default: the first three of ``CAPABILITIES``),
+    ``attention_maps`` (``LAYER_ATTENTION``: (B, L, H, S, S) maps and each position's
+    place in the model's full sequence), ``max_rows_per_pass`` (the most rows worth
+    forwarding at once) and ``retokenize`` (the ``retokenize`` eraser).
     """
 
-    pad_id: int  # padding id; its embedding is the zero vector
+    pad_id: int  # padding id (the BiLSTMs' is the zero vector)
     mask_id: int  # the unknown-word id the ``mask`` eraser substitutes
     baseline_id: int  # the id whose embedding is the reference input
 

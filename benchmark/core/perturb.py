@@ -41,6 +41,8 @@ class Perturber:
         if chunk_size < 1:
             raise InputError(f"chunk_size must be >= 1, got {chunk_size}")
         check_eraser(eraser)
+        # a model may cap the rows of one pass (a Transformer is slower per row in big ones)
+        chunk_size = min(chunk_size, getattr(model, "max_rows_per_pass", chunk_size))
         self.model, self.chunk_size, self.eraser = model, chunk_size, eraser
         self.share, self.max_cached, self.max_cached_values = share, max_cached, max_cached_values
         self.rows_requested = 0  # variants metrics asked for

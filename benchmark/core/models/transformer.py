@@ -61,6 +61,9 @@ class TransformerClassifier(nn.Module):
             else tokenizer.unk_token_id
         self.baseline_id = self.pad_id
         self.capabilities = frozenset(CAPABILITIES)
+        # on CPU a pass of 8-32 rows runs ~2x more rows/s than one of 256 (measured on
+        # MiniLM, SST-2 lengths): the perturbation engine and IG cap their passes at this
+        self.max_rows_per_pass = 32
         self.uses_types = getattr(hf.config, "type_vocab_size", 0) > 1
         order = list(range(hf.config.num_labels)) if label_order is None else list(label_order)
         self.register_buffer("label_order", torch.tensor(order, dtype=torch.long),
