@@ -41,9 +41,10 @@ def test_run_synthetic_all_units(tmp_path, synthetic_ready):
                           "occlusion", "random"}
     metrics = {r.metric.split("[")[0].split("@")[0] for r in records}
     assert metrics == {"aopc_morf", "aopc_lerf", "comprehensiveness", "sufficiency", "flip_rate",
-                       "flip_fraction", "r_precision", "average_precision", "token_f1", "auprc",
-                       "token_f1_micro"}
-    assert len(records) == len({r.key for r in records}) == 6 * 11
+                       "flip_fraction", "taucorr_loo", "r_precision", "average_precision",
+                       "token_f1", "auprc", "token_f1_micro"}
+    # attention_rollout needs per-layer attention: the default set leaves it out here
+    assert len(records) == len({r.key for r in records}) == 6 * 12
     for r in records:
         if r.aggregation is not None:  # corpus level: checked in test_corpus
             continue
@@ -62,8 +63,8 @@ def test_run_synthetic_all_units(tmp_path, synthetic_ready):
     assert len(summary.entries) == 6
     # a second run computes nothing and returns the same results
     again = run(RunConfig(out=str(tmp_path), **FAST))
-    assert again.computed == 0 and again.skipped == 66
-    assert len(read_results(tmp_path / "results.jsonl")) == 66
+    assert again.computed == 0 and again.skipped == 72
+    assert len(read_results(tmp_path / "results.jsonl")) == 72
 
 
 def test_broken_plugin_is_recorded_and_skipped(tmp_path, synthetic_ready):
@@ -104,11 +105,11 @@ def test_resume_after_kill_9(tmp_path, synthetic_ready):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     partial = read_jsonl(results)
-    assert killed and 3 <= len(partial) < 33, "the run must be killed part way"
+    assert killed and 3 <= len(partial) < 36, "the run must be killed part way"
     done = _cli(*args, env=env)
     assert done.returncode == 0, done.stderr
     records = read_results(results)
-    assert len(records) == 33 and len({r.key for r in records}) == 33
+    assert len(records) == 36 and len({r.key for r in records}) == 36
     # finished units were kept, not recomputed
     assert [r["key"] for r in partial] == [r.key for r in records[: len(partial)]]
     # the resumed results equal a clean run's
