@@ -35,8 +35,13 @@ def setup():
         pytest.skip("needs SST-2: set FAITHBENCH_DATA or put ../shared/data beside the repo")
     from submissions import get_explainer
     from tasks import sentiment
-    from tasks.transformer import base_path, build_finetune, load_tokenizer, split_to_pieces
-    from tasks.transformer import TransformerConfig
+    from tasks.transformer import (
+        TransformerConfig,
+        base_path,
+        build_finetune,
+        load_tokenizer,
+        split_to_pieces,
+    )
     torch.set_num_threads(1)
     tokenizer = load_tokenizer(base_path())
     rows = sentiment.read(TaskOptions(data_dir=DATA, variant="sentences"))["validation"][:N]

@@ -27,12 +27,9 @@ Parameters. ``k_max`` (default 10), ``eraser`` ("delete" closes the gap and keep
 the order of the remaining tokens; "mask" substitutes the unknown-word id; "pad"
 the padding id).
 
-Subword models. On a Transformer the tokens are the model's subword pieces, and k
-counts *words*: a word's score is the sum of its pieces' scores, words are ranked,
-and all pieces of a word go together (special tokens are never part of the input a
-metric sees). Half a word left behind is a fragment the model never saw in training,
-and its remaining pieces still name the word. ``granularity="subword"`` ranks and
-erases pieces instead (ferret's convention).
+Subword models. On a Transformer k counts whole words (pieces' scores summed, all
+pieces of a word erased together; ``granularity="subword"`` for pieces): see
+``metrics.variants``.
 
 OOD caveat. Erased inputs may lie off the training distribution (shorter, ungrammatical,
 full of unknown words), so a probability drop can come from that shift rather than

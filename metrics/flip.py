@@ -34,12 +34,8 @@ means the decision survived until (nearly) everything was gone.
 
 Parameters. ``eraser`` ("delete", "mask", "pad").
 
-Subword models. On a Transformer the tokens are the model's subword pieces, and k
-counts *words*: a word's score is the sum of its pieces' scores, words are ranked,
-and all pieces of a word go together (special tokens are never part of the input a
-metric sees). Half a word left behind is a fragment the model never saw in training,
-and its remaining pieces still name the word. ``granularity="subword"`` ranks and
-erases pieces instead (ferret's convention).
+Subword models. k* and n count whole words on a Transformer (``granularity="subword"``
+for pieces); see ``metrics.variants``.
 
 OOD caveat. Inputs with many tokens removed lie far off the training distribution,
 so a flip can come from that shift rather than from the removed evidence; a model

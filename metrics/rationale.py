@@ -39,12 +39,8 @@ AOPC: bins 0.1, …, 1.0, ``trunc``, positive only, distinct, 0 (comprehensivene
 1 (sufficiency) when empty, pieces not words, and the ``retokenize`` eraser (each
 perturbation decoded to text and tokenized again).
 
-Subword models. On a Transformer the tokens are the model's subword pieces, and k
-counts *words*: a word's score is the sum of its pieces' scores, words are ranked,
-and all pieces of a word go together (special tokens are never part of the input a
-metric sees). Half a word left behind is a fragment the model never saw in training,
-and its remaining pieces still name the word. ``granularity="subword"`` ranks and
-erases pieces instead (ferret's convention).
+Subword models. On a Transformer n and k_b count whole words (a rationale holds all
+pieces of its words; ``granularity="subword"`` for pieces); see ``metrics.variants``.
 
 OOD caveat. x ∖ r_b and r_b alone may lie off the training distribution, so a
 probability drop (a high comprehensiveness, a high sufficiency) can come from that

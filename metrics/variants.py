@@ -7,6 +7,14 @@ A metric describes its variants as a (B, V, T) keep tensor (True = keep) plus a
 variants are forwarded, all of them in a single ``probs_of_variants`` call, and
 the answer comes back as (B, V, C) float64 probabilities, NaN where not valid.
 Probabilities are turned to float64 before any difference is taken.
+
+Units on subword models (``Candidates``). On a Transformer the tokens are the model's
+subword pieces, and every metric here counts, ranks and erases *words* by default: a
+word's score is the sum of its pieces' scores, words are ranked, and all pieces of a
+word go together (special tokens are never part of the input a metric sees). Half a
+word left behind is a fragment the model never saw in training, and its remaining
+pieces still name the word. ``granularity="subword"`` ranks and erases pieces
+instead (ferret's convention).
 """
 
 from __future__ import annotations
