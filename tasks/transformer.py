@@ -238,6 +238,8 @@ def setup(task, options: TaskOptions, splits: dict[str, list[Example]]):
     path = Path(options.model_path) if name == "hf" else base_path()
     if not path.is_dir():
         raise InputError(f"--model-path {path}: no such directory")
+    if name == "hf":  # evaluated as it is: its training data is not ours to read
+        splits = {s: rows for s, rows in splits.items() if s != task.train_split}
     tokenizer = load_tokenizer(path)
     specials = len(tokenizer(["a"], ["b"], is_split_into_words=True)["input_ids"]) - 2
     max_pieces = min(tokenizer.model_max_length, 512) - specials
