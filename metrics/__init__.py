@@ -48,13 +48,14 @@ REGISTRY.add(ROAR.spec.name, ROAR)
 # ones given beside the preset win), so the canonical id spells them all out.
 FERRET_BINS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 _FERRET = {"rounding": "trunc", "positive_only": True, "distinct": True, "bins": FERRET_BINS,
-           "eraser": "retokenize", "granularity": "subword"}
+           "eraser": "retokenize", "granularity": "subword", "ties": "numpy"}
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # ferret-xai 0.4.2 (Attanasio et al. 2023), evaluators/faithfulness_measures.py:
     # AOPC over 10 %, ..., 100 % with k = int(p·n) over the pieces ([CLS]/[SEP] never
     # count), only positive scores in a rationale, a bin skipped when k = 0 or its
     # rationale repeats the last one, 0 (comprehensiveness) / 1 (sufficiency) when every
-    # bin is skipped, and every perturbation decoded to text and tokenized again
+    # bin is skipped, every perturbation decoded to text and tokenized again, and equal
+    # scores ordered by numpy's argsort (reversed), not by position
     "ferret": {
         "comprehensiveness": {**_FERRET, "if_empty": 0.0},
         "sufficiency": {**_FERRET, "if_empty": 1.0},

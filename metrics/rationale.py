@@ -36,8 +36,10 @@ whose rationale equals the last kept bin's is skipped) and ``if_empty`` (the val
 when every bin is skipped; default NaN, the example has none). The ``ferret`` preset
 (``comprehensiveness[preset=ferret]``) sets them as ferret-xai 0.4.2 computes its
 AOPC: bins 0.1, …, 1.0, ``trunc``, positive only, distinct, 0 (comprehensiveness) or
-1 (sufficiency) when empty, pieces not words, and the ``retokenize`` eraser (each
-perturbation decoded to text and tokenized again).
+1 (sufficiency) when empty, pieces not words, the ``retokenize`` eraser (each
+perturbation decoded to text and tokenized again), and ``ties="numpy"``: equal scores
+in the order of numpy's default (unstable) ``argsort``, reversed, as ferret ranks
+(by default ties go by position, earlier first).
 
 Subword models. On a Transformer n and k_b count whole words (a rationale holds all
 pieces of its words; ``granularity="subword"`` for pieces); see ``metrics.variants``.
@@ -63,8 +65,8 @@ gives 2/3, keeping 0 and 1 gives 3/4, so sufficiency = (−.0667 − .15) / 2 = 
 >>> perturber = Perturber(Votes())
 >>> inp = MetricInput(batch, torch.tensor([[0.9, 0.5, 0.1]]), torch.tensor([0]),
 ...                   perturber.probs(batch), perturber)
->>> plain = dict(positive_only=None, distinct=None, if_empty=None, eraser="delete",
-...              segment=None, granularity=None)
+>>> plain = dict(positive_only=None, distinct=None, if_empty=None, ties=None,
+...              eraser="delete", segment=None, granularity=None)
 >>> comp = comprehensiveness(inp, bins=(0.3, 0.5), rounding="ceil", **plain)
 >>> round(comp.item(), 4)
 0.1833
@@ -92,6 +94,7 @@ from metrics.variants import (
     candidates,
     check_eraser,
     faithfulness_spec,
+    TIES,
     masked_mean,
     of_target,
     variant_probs,
@@ -128,32 +131,35 @@ def bin_sizes(lengths: torch.Tensor, bins, rounding: str) -> torch.Tensor:
 
 
 def comprehensiveness(inp: MetricInput, *, bins, rounding: str, positive_only: bool | None,
-                      distinct: bool | None, if_empty: float | None, eraser: str,
-                      segment: int | None, granularity: str | None) -> torch.Tensor:
+                      distinct: bool | None, if_empty: float | None, ties: str | None,
+                      eraser: str, segment: int | None, granularity: str | None) -> torch.Tensor:
     """(B,) mean over bins of p_ŷ(x) − p_ŷ(x without its top-k_b tokens)."""
     return _drops(inp, bins, rounding, eraser, segment, keep_rationale=False,
                   name="comprehensiveness", granularity=granularity,
-                  positive_only=positive_only, distinct=distinct, if_empty=if_empty)
+                  positive_only=positive_only, distinct=distinct, if_empty=if_empty, ties=ties)
 
 
 def sufficiency(inp: MetricInput, *, bins, rounding: str, positive_only: bool | None,
-                distinct: bool | None, if_empty: float | None, eraser: str,
+                distinct: bool | None, if_empty: float | None, ties: str | None, eraser: str,
                 segment: int | None, granularity: str | None) -> torch.Tensor:
     """(B,) mean over bins of p_ŷ(x) − p_ŷ(only the top-k_b tokens of x)."""
     return _drops(inp, bins, rounding, eraser, segment, keep_rationale=True, name="sufficiency",
                   granularity=granularity, positive_only=positive_only, distinct=distinct,
-                  if_empty=if_empty)
+                  if_empty=if_empty, ties=ties)
 
 
 def _drops(inp, bins, rounding, eraser, segment, *, keep_rationale: bool, name: str,
            granularity: str | None, positive_only: bool | None, distinct: bool | None,
-           if_empty: float | None):
+           if_empty: float | None, ties: str | None):
     _check(name, bins, rounding)
     check_eraser(name, eraser)
     batch = inp.batch
     cand = candidates(name, inp, segment, granularity)  # with a segment, the other sentence stays
     k = bin_sizes(cand.n, bins, rounding).to(batch.mask.device)  # (B, V)
-    rationale = cand.ranked(inp.scores, k, positive_only=bool(positive_only))  # (B, V, T)
+    if ties not in TIES:
+        raise InputError(f"metric {name}: unknown ties {ties!r}; leave it out (by position, "
+                         "earlier first) or choose numpy (ferret's argsort order)")
+    rationale = cand.ranked(inp.scores, k, positive_only=bool(positive_only), ties=ties)
     valid = rationale.any(dim=2)  # a bin with an empty rationale is skipped
     if distinct:
         valid = valid & ~repeats(rationale, valid)
@@ -199,7 +205,8 @@ def _spec(name: str, direction: str) -> MetricSpec:
     # positive_only, distinct, if_empty: off (None) by default, set by the ferret preset
     return faithfulness_spec(name, direction, (("bins", (0.01, 0.05, 0.1, 0.2, 0.5)),
                                                ("rounding", "ceil"), ("positive_only", None),
-                                               ("distinct", None), ("if_empty", None)), CITATION)
+                                               ("distinct", None), ("if_empty", None),
+                                               ("ties", None)), CITATION)
 
 
 COMPREHENSIVENESS = SimpleMetric(spec=_spec("comprehensiveness", "higher"), fn=comprehensiveness)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from benchmark.core import erasers
@@ -83,13 +84,18 @@ class Candidates:
     words: torch.Tensor | None = None  # (B, T) unit of each position; None: the position
 
     def ranked(self, scores: torch.Tensor, k: torch.Tensor, *, least: bool = False,
-               positive_only: bool = False) -> torch.Tensor:
+               positive_only: bool = False, ties: str | None = None) -> torch.Tensor:
         """(B, V, T) positions of the k[b, v] most (or least) important units;
-        ``positive_only``: of those, only units scored above 0 (ferret's rationale)."""
+        ``positive_only``: of those, only units scored above 0 (ferret's rationale);
+        ``ties="numpy"``: equal scores in the order of numpy's default ``argsort``,
+        reversed (ferret's ``argsort()[-k:][::-1]``) instead of by position."""
         if self.words is None:
-            unit_scores, chosen = scores, ranked_mask(scores, self.eligible, k, least=least)
+            unit_scores, unit_mask = scores, self.eligible
         else:
             unit_scores, unit_mask = self.pool(scores)
+        if ties == "numpy":
+            chosen = numpy_top_k(unit_scores, unit_mask, k)
+        else:
             chosen = ranked_mask(unit_scores, unit_mask, k, least=least)
         if positive_only:
             chosen = chosen & (unit_scores > 0).unsqueeze(1)
@@ -125,6 +131,25 @@ class Candidates:
         ids = torch.arange(width, device=self.words.device).view(1, -1, 1)
         masks = (self.words.unsqueeze(1) == ids) & self.eligible.unsqueeze(1)
         return masks, masks.any(dim=2)
+
+
+TIES = (None, "numpy")
+
+
+def numpy_top_k(scores: torch.Tensor, mask: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """(B, V, T) the k[b, v] first units of each row in the order of numpy's default
+    (unstable) ``argsort`` of its real units' scores (float64), reversed.
+
+    >>> numpy_top_k(torch.tensor([[1.0, 3.0, 2.0]]), torch.ones(1, 3, dtype=torch.bool),
+    ...             torch.tensor([[1, 2]])).int().tolist()
+    [[[0, 1, 0], [0, 1, 1]]]
+    """
+    rank = torch.full(mask.shape, mask.shape[1], dtype=torch.long)
+    for row in range(mask.shape[0]):
+        where = mask[row].nonzero().flatten()
+        order = np.argsort(scores[row, where].detach().double().cpu().numpy())[::-1]
+        rank[row, where[torch.as_tensor(order.copy())]] = torch.arange(len(where))
+    return (rank.unsqueeze(1) < k.cpu().unsqueeze(2)) & mask.cpu().unsqueeze(1)
 
 
 def candidates(metric: str, inp: MetricInput, segment: int | None,

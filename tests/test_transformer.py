@@ -225,6 +225,7 @@ def test_ferret_presets_match_ferret_definitions_over_text(tokenizer, tiny):
     batch = single_batch(tokenizer, texts)
     gen = torch.Generator().manual_seed(0)
     scores = torch.randn(batch.ids.shape, generator=gen).masked_fill(~batch.mask, 0)
+    scores[0, 1:5] = scores[1, 1:4] = 0.5  # tied positive scores: numpy's argsort order decides
     perturber = Perturber(model)
     probs = perturber.probs(batch)
     target = probs.argmax(1)
@@ -240,6 +241,8 @@ def test_ferret_presets_match_ferret_definitions_over_text(tokenizer, tiny):
             ferret_reference(hf, tokenizer, text, s, t, sufficiency=True), abs=1e-5)
         assert got["taucorr_loo"][r].item() == pytest.approx(
             ferret_loo(hf, tokenizer, text, s, t), abs=1e-5)
+    by_position = resolve("comprehensiveness[preset=ferret;ties=None]").compute(inp).values
+    assert not torch.allclose(by_position[:2], got["comprehensiveness"][:2])  # the ties matter
 
 
 def test_ferret_thresholds_give_exact_rational_sizes():
