@@ -90,11 +90,11 @@ from benchmark.core.api import (
 )
 from benchmark.core.errors import InputError
 from metrics.variants import (
+    TIES,
     base_target_prob,
     candidates,
     check_eraser,
     faithfulness_spec,
-    TIES,
     masked_mean,
     of_target,
     variant_probs,
