@@ -173,9 +173,9 @@ def candidates(metric: str, inp: MetricInput, segment: int | None,
     real_lengths(metric, batch.replace(mask=eligible))  # an empty row is an error
     if batch.words is None or granularity == "subword":
         return Candidates(eligible, eligible.sum(dim=1))
-    cand = Candidates(eligible, eligible.sum(dim=1), batch.words)
-    _, exists = cand.pool(torch.zeros(eligible.shape))
-    return Candidates(eligible, exists.sum(dim=1), batch.words)
+    words = torch.where(eligible, batch.words, -1)  # distinct eligible words per row
+    n = torch.tensor([len(set(row.tolist()) - {-1}) for row in words], dtype=torch.long)
+    return Candidates(eligible, n.to(eligible.device), batch.words)
 
 
 def ranked_mask(scores: torch.Tensor, mask: torch.Tensor, k: torch.Tensor, *, least: bool = False):

@@ -145,7 +145,6 @@ class TransformerClassifier(nn.Module):
         full = self.word_embeddings(ids).scatter(
             1, index.unsqueeze(-1).expand_as(embeds), embeds)[:, :width]
         attention_mask = torch.arange(width, device=embeds.device) < length.unsqueeze(1)
-        types[:, width] = 0
         return full, attention_mask.long(), types[:, :width], index
 
     def retokenize(self, batch: Batch) -> Batch:
