@@ -89,7 +89,9 @@ def venv_python() -> Path:
     return python
 
 
-def ferret_side(model_dir: Path, args, out: Path, checkpoint: str) -> dict:
+def ferret_side(model_dir: Path, args, out: Path, checkpoint: str) -> None:
+    """ferret's explanations and first scores in ``out`` (kept with --reuse when they
+    are of this model and n); their timings stay in ``out/timing.json``."""
     marker = out / "checkpoint.txt"
     if args.reuse and (out / "timing.json").exists() and marker.exists() \
             and marker.read_text() == f"{checkpoint} {args.n}":
@@ -99,7 +101,6 @@ def ferret_side(model_dir: Path, args, out: Path, checkpoint: str) -> dict:
                         str(model_dir), "--data-dir", args.data_dir, "--n", str(args.n),
                         "--out", str(out), "--threads", str(args.threads)], check=True)
         marker.write_text(f"{checkpoint} {args.n}")
-    return json.loads((out / "timing.json").read_text())
 
 
 def faithbench_side(ferret_out: Path, args, out: Path) -> tuple[float, list, dict]:
@@ -148,7 +149,7 @@ def main() -> int:
     for d in (model_dir, ferret_out, out / "faithbench"):
         d.mkdir(parents=True, exist_ok=True)
     checkpoint = export_model(args.data_dir, model_dir, args.threads)
-    timing = ferret_side(model_dir, args, ferret_out, checkpoint)
+    ferret_side(model_dir, args, ferret_out, checkpoint)
     # both tools' metrics timed back to back, in the same conditions: ferret's evaluators
     # again on its own explanations (the explanations are not what is compared)
     subprocess.run([str(venv_python()), str(HERE / "ferret_side.py"), "--model-dir",

@@ -171,7 +171,7 @@ class ClassificationTask:
         seed_everything(options.seed)  # before the build: the seed decides the initial weights
         model = st.build()
         ready = ReadyTask(st.spec, splits, st.vocab, model, {}, "", st.key, st.fingerprint,
-                          st.config, checkpoint_file=path)
+                          st.config, checkpoint_file=None if st.pretrained else path)
         if st.pretrained:  # a user's checkpoint: evaluated as it is, never trained
             return self._evaluate_pretrained(ready, path)
         if path.exists():
@@ -219,7 +219,6 @@ class ClassificationTask:
         weights (the cache key) and kept beside the models."""
         ready.model.eval()
         ready.checkpoint = weights_hash(ready.model.state_dict())
-        ready.checkpoint_file = None
         found = transformer.cached_accuracy(path)
         if found is not None and found.get("weights") == ready.checkpoint:
             ready.accuracy, ready.loaded_from_cache = found["accuracy"], True
