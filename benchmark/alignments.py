@@ -17,7 +17,7 @@ import tasks as task_registry
 from benchmark.core import stats
 from benchmark.core.api import ALIGNMENT
 from benchmark.core.cache import content_hash
-from benchmark.core.errors import DataFileError, InputError
+from benchmark.core.errors import DataFileError, InputError, NotUtf8Error
 from benchmark.core.links import chosen, link_counts, symmetrize, transpose
 from benchmark.core.provenance import environment
 from benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic
@@ -72,6 +72,8 @@ def explainer_links(task: str, explainer: str, config: RunConfig, links: str,
     """({sentence id: links}, {sentence id: (source, target) lengths}) of ``explainer``
     on ``task``'s model: one link set per target word, read off its scores by ``links``."""
     session = open_session(task, config)
+    if not cache:  # as examples, not a split: nothing is cached or kept part-done under
+        session = session.on(session.examples)  # ``config.out``, here the output file
     explained = session.explain(resolve_explainer(explainer), cache=cache)
     found: dict[str, set] = {}
     sizes: dict[str, tuple[int, int]] = {}
@@ -90,7 +92,8 @@ def score_alignments(task: str, alignments: str, config: RunConfig, *,
     sentence pair, 0-based [i, j]) against the task's gold of ``config.split``; every
     gold pair must be present once. One summary row per metric, bootstrap over sentences.
     ``submit_as`` writes them as a leaderboard entry of that name under ``entries``: no
-    model made the links, so its suite names the data and split but no checkpoint."""
+    model made the links, so its suite names the data and split but no checkpoint. Only
+    the gold is read: no parallel corpus is needed."""
     from metrics.alignment import AER_METRIC, PRECISION_METRIC, RECALL_METRIC
 
     chosen_task = alignment_task(task)  # the gold only: no model is prepared
@@ -118,13 +121,14 @@ def score_alignments(task: str, alignments: str, config: RunConfig, *,
                       "alignments_sha256": digest,
                       "data_fingerprint": chosen_task.fingerprint(gold_pairs, training, held)}
         results, rows = [], []
+        task_id = chosen_task.spec_for(options).id  # the variant in the id, as a run's records
         for metric, summary in zip(metrics, out):
             agg = metric.spec.aggregation
             results.append(ResultRecord(
                 key=content_hash({"alignments": digest, "metric": metric.spec.id,
-                                  "task": chosen_task.spec.id, "split": split,
+                                  "task": task_id, "split": split,
                                   "limit": config.limit}),
-                task=chosen_task.spec.id, model_seed=config.seeds[0], explainer=submit_as,
+                task=task_id, model_seed=config.seeds[0], explainer=submit_as,
                 metric=metric.spec.id, family=metric.spec.family,
                 direction=metric.spec.direction, split=split,
                 estimate={k: v for k, v in summary.items() if k not in ("metric", "direction")},
@@ -132,7 +136,7 @@ def score_alignments(task: str, alignments: str, config: RunConfig, *,
                 aggregation=agg.as_dict()).as_dict())
             for key, c in counts.items():
                 value = float(agg(c))
-                rows.append({"task": chosen_task.spec.id, "model_seed": config.seeds[0],
+                rows.append({"task": task_id, "model_seed": config.seeds[0],
                              "metric": metric.spec.id, "id": key, "stats": list(map(float, c)),
                              "value": value if math.isfinite(value) else None})
         spec = {"id": submit_as, "name": submit_as, "kind": "alignments",
@@ -144,7 +148,12 @@ def score_alignments(task: str, alignments: str, config: RunConfig, *,
 
 def _counts(alignments: str, gold: dict, split: str) -> dict[str, tuple[int, int, int, int]]:
     """{pair id: (|A∩S|, |A∩P|, |A|, |S|)} of a checked alignments file, in gold order."""
-    rows = read_jsonl(Path(alignments))
+    if not Path(alignments).is_file():
+        raise InputError(f"{alignments}: no such file (expected JSON Lines of id, links)")
+    try:
+        rows = read_jsonl(Path(alignments))
+    except UnicodeDecodeError as exc:
+        raise NotUtf8Error.at(alignments, exc.object, exc.start) from None
     counts = {}
     for line, row in enumerate(rows, start=1):
         for name in ("id", "links"):

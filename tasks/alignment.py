@@ -6,11 +6,15 @@ an explainer scores, the prefix is BOS plus the reference target words before t
 (teacher forcing), and the explained target is the reference word at t — not the
 model's own prediction. Its id is ``<sentence id>-<t>``.
 
-Data (``tasks.alignment_data``): ``DIR/<variant>/gold/{validation,test}.jsonl`` and
-``DIR/<variant>/parallel/train.jsonl`` (``--variant`` defaults to ``alignment``, the
-Hansards fr→en copy). The last ``HELD_OUT`` parallel pairs are never trained on: they
-give the validation perplexity that early stopping reads, and the BLEU of greedy
-decoding (sacrebleu, tokens as given) reported beside it.
+Data (``tasks.alignment_data``): ``DIR/<variant>/gold/test.jsonl`` (and optionally
+``validation.jsonl``) and ``DIR/<variant>/parallel/train.jsonl`` (``--variant``
+defaults to ``alignment``, the Hansards fr→en copy). The gold alone is enough to
+score links and run the reference aligners; the model trains on the parallel pairs
+whose source is not a gold sentence and needs at least ``MIN_TRAIN_PAIRS`` of them.
+The last tenth of those pairs, at most ``HELD_OUT``, is never trained on: it gives the
+validation perplexity that early stopping reads (whether or not the gold has a
+validation split), and the BLEU of greedy decoding (sacrebleu, tokens as given)
+reported beside it.
 
 Two directions: ``alignment`` translates ``src`` → ``tgt`` as the files give them
 (fr→en on Hansards), ``alignment_reverse`` the other way (its links are (tgt, src) in
@@ -52,7 +56,10 @@ from tasks.data import resolve_data_dir
 log = logging.getLogger(__name__)
 
 BOS, EOS = "<s>", "</s>"
-HELD_OUT = 2000  # parallel pairs kept out of training: perplexity and BLEU
+HELD_OUT = 2000  # at most this many parallel pairs kept out of training: perplexity, BLEU
+HELD_FRACTION = 10  # ... and at most one in this many, so a small corpus still trains
+MIN_TRAIN_PAIRS = 100  # a floor that keeps perplexity and training defined, not a promise of
+# a useful model (the Hansards model trains on 60,000 pairs)
 DEFAULT_VARIANT = "alignment"
 
 SPEC = TaskSpec(
@@ -77,25 +84,41 @@ class AlignmentTask:
                                             word_dropout=0.05)
     min_freq: int = 2
     held_out: int = HELD_OUT
+    min_pairs: int = MIN_TRAIN_PAIRS
     max_pairs: int | None = 60_000  # training pairs (after the held-out ones are set aside)
     tgt_words: int | None = 8_000  # target vocabulary, besides <pad> <unk> <s> </s>
     reverse: bool = False  # translate tgt -> src
 
+    def spec_for(self, options: TaskOptions) -> TaskSpec:
+        """The spec records and leaderboard suites name: the data variant (the language
+        pair's folder) is in the task id, so two language pairs never share a label or
+        a ranking.
+
+        >>> TASK.spec_for(TaskOptions(variant="ro-en")).id
+        'alignment[variant=ro-en]@1'
+        """
+        return replace(self.spec, params=(("variant", options.variant or DEFAULT_VARIANT),))
+
     def read(self, options: TaskOptions) -> tuple[dict, dict, list, list]:
         """(gold pairs by split, out-of-range links dropped by split, training pairs,
-        held-out pairs): the data, without training anything (reference aligners use it)."""
-        root = resolve_data_dir(options.data_dir)
-        if root is None:
-            raise InputError("task alignment has no hub copy: pass --data-dir DIR with "
-                             "DIR/alignment/{gold,parallel} (see README, Tasks)")
-        folder = Path(root) / (options.variant or DEFAULT_VARIANT)
-        gold, dropped = read_gold(folder / "gold", out_of_range=options.gold_out_of_range)
+        held-out pairs): the data, without training anything. Only ``gold/test.jsonl`` is
+        required (reference aligners and scoring links need nothing else); without a
+        parallel corpus the training and held-out pairs are empty, and ``prepare``
+        refuses to train on fewer than ``min_pairs``."""
+        folder = self._folder(options)
+        gold, dropped = read_gold(folder / "gold", out_of_range=options.gold_out_of_range,
+                                  optional=("validation",))
+        if "validation" not in gold:
+            log.info("%s: no validation.jsonl, so only the test split is scored; early "
+                     "stopping reads the held-out parallel pairs either way", folder / "gold")
         for split, n in dropped.items():
             if n:
                 log.warning("%s: dropped %d gold links outside their sentence (%s split)",
                             folder / "gold", n, split)
-        corpus = read_parallel(folder / "parallel")
-        pairs = [(tuple(r["src"]), tuple(r["tgt"])) for r in corpus]
+        pairs = []
+        if (folder / "parallel" / "train.jsonl").is_file():
+            corpus = read_parallel(folder / "parallel")
+            pairs = [(tuple(r["src"]), tuple(r["tgt"])) for r in corpus]
         seen = {p.src for rows in gold.values() for p in rows}
         kept = [pair for pair in pairs if pair[0] not in seen]  # gold is never trained on
         if len(kept) < len(pairs):
@@ -105,13 +128,36 @@ class AlignmentTask:
         if self.reverse:
             gold = {split: [p.reversed() for p in rows] for split, rows in gold.items()}
             pairs = [(t, s) for s, t in pairs]
-        if len(pairs) <= self.held_out:
-            raise DataFileError(folder / "parallel" / "train.jsonl", None, None,
-                                f"{len(pairs)} pairs: need more than the {self.held_out} held out")
-        held, training = pairs[-self.held_out:], pairs[: -self.held_out]
-        cap = min(x for x in (options.train_limit, self.max_pairs, len(training)) if x)
-        training = training[:cap]
-        return gold, dropped, training, held
+        n_held = min(self.held_out, max(1, len(pairs) // HELD_FRACTION)) if pairs else 0
+        held, training = pairs[len(pairs) - n_held :], pairs[: len(pairs) - n_held]
+        caps = [x for x in (options.train_limit, self.max_pairs) if x]
+        return gold, dropped, training[: min(caps)] if caps else training, held
+
+    def _folder(self, options: TaskOptions) -> Path:
+        root = resolve_data_dir(options.data_dir)
+        if root is None:
+            raise InputError("task alignment has no hub copy: pass --data-dir DIR with "
+                             "DIR/alignment/{gold,parallel} (see README, Tasks)")
+        return Path(root) / (options.variant or DEFAULT_VARIANT)
+
+    def _check_trainable(self, options: TaskOptions, training: list, held: list) -> None:
+        """Too little parallel text to train on is an error that says what is needed and
+        what works without a model."""
+        path = self._folder(options) / "parallel" / "train.jsonl"
+        if len(training) >= self.min_pairs:
+            return
+        without = ("`faithbench score --alignments` and `faithbench align --aligner "
+                   "diagonal|eflomal` need only the gold")
+        if not path.is_file():
+            raise InputError(f"{path}: missing parallel training corpus: the translation "
+                             f"model trains on at least {self.min_pairs} pairs from it; "
+                             f"{without}")
+        capped = (f", capped by --train-limit {options.train_limit}"
+                  if options.train_limit and options.train_limit < self.min_pairs else "")
+        raise DataFileError(path, None, None, f"{len(training)} training pairs (besides "
+                            f"{len(held)} held out, and leaving out pairs whose source is a "
+                            f"gold sentence{capped}): the translation model needs at least "
+                            f"{self.min_pairs}; {without}")
 
     @property
     def other_direction(self) -> str:
@@ -148,6 +194,7 @@ class AlignmentTask:
                              "apply to the classification tasks; alignment has its own "
                              "encoder-decoder")
         gold, dropped, training, held = self.read(options)
+        self._check_trainable(options, training, held)
         src_vocab = Vocabulary.build((s for s, _ in training), self.min_freq)
         tgt_counts = Vocabulary.build((t for _, t in training), self.min_freq,
                                       self.tgt_words).itos[2:]
@@ -165,8 +212,8 @@ class AlignmentTask:
         key = content_hash({"data": fingerprint, **config})
         seed_everything(options.seed)
         model = AttentionSeq2Seq(mconf)
-        ready = ReadyAlignment(self.spec, gold, dropped, src_vocab, tgt_vocab, model, {}, "",
-                               key, fingerprint, config)
+        ready = ReadyAlignment(self.spec_for(options), gold, dropped, src_vocab, tgt_vocab,
+                               model, {}, "", key, fingerprint, config)
         path = checkpoint_path(self.spec.name, key)
         if path.exists():
             saved = torch.load(path, map_location="cpu", weights_only=True)
@@ -274,6 +321,8 @@ class ReadyAlignment:
             for name in ("tokens", "prefix"):
                 if not isinstance(row[name], list) or not all(isinstance(t, str) for t in row[name]):
                     raise DataFileError(path, line, name, "expected a list of strings")
+            if not row["tokens"]:
+                raise DataFileError(path, line, "tokens", "no source token: nothing to explain")
             if not isinstance(row["target_word"], str):
                 raise DataFileError(path, line, "target_word", "expected a string")
             out.append(self._row(str(row["id"]), row["tokens"], row["prefix"], row["target_word"],

@@ -4,17 +4,18 @@ corpus to train on, read from a local folder through ``datasets`` (json builder)
 Layout of one language pair under ``--data-dir DIR`` (``--variant NAME`` picks
 ``DIR/NAME``; the Hansards copy is ``DIR/alignment``)::
 
-    NAME/gold/validation.jsonl, NAME/gold/test.jsonl
+    NAME/gold/test.jsonl (and optionally NAME/gold/validation.jsonl)
         {"id": 1, "src": ["le", "chat"], "tgt": ["the", "cat"],
          "sure": [[0, 0], [1, 1]], "possible": [[0, 0], [1, 1]]}
-    NAME/parallel/train.jsonl
+    NAME/parallel/train.jsonl (only to train the translation model)
         {"src": [...], "tgt": [...]}
 
 Links are 0-based ``[i, j]``: ``i`` indexes ``src``, ``j`` indexes ``tgt``, and
 ``possible`` contains every sure link (S ⊆ P, the convention AER assumes). Tokens are
 used as given (tokenize and normalise both files the same way). Every gold line is
-checked before loading: a missing field, a token list that is not a list of strings,
-a link that is not two integers, sure ⊄ possible, and — unless
+checked before loading: bytes that are not UTF-8, an empty file, a missing field, a
+token list that is empty or not a list of non-blank strings, a link that is not two
+integers, sure ⊄ possible, and — unless
 ``out_of_range="drop"`` — a link outside the sentence are errors naming file, line and
 field. With ``"drop"`` out-of-range links are removed (from sure and possible) and
 counted per split.
@@ -28,7 +29,7 @@ from pathlib import Path
 import datasets
 
 from benchmark.core.errors import DataFileError, InputError
-from tasks.data import check_jsonl, jsonl_objects
+from tasks.data import check_jsonl, check_text, jsonl_objects
 
 OUT_OF_RANGE = ("error", "drop")
 GOLD_SPLITS = ("validation", "test")
@@ -51,9 +52,10 @@ class GoldPair:
                         frozenset((j, i) for i, j in self.possible))
 
 
-def read_gold(folder: Path, splits=GOLD_SPLITS, *, out_of_range: str = "error"
-              ) -> tuple[dict[str, list[GoldPair]], dict[str, int]]:
-    """({split: gold pairs}, {split: out-of-range links dropped}) from ``folder/<split>.jsonl``."""
+def read_gold(folder: Path, splits=GOLD_SPLITS, *, out_of_range: str = "error",
+              optional: tuple[str, ...] = ()) -> tuple[dict[str, list[GoldPair]], dict[str, int]]:
+    """({split: gold pairs}, {split: out-of-range links dropped}) from ``folder/<split>.jsonl``;
+    a split in ``optional`` without a file is left out."""
     if out_of_range not in OUT_OF_RANGE:
         raise InputError(f"out_of_range must be one of {', '.join(OUT_OF_RANGE)}, "
                          f"got {out_of_range!r}")
@@ -61,6 +63,8 @@ def read_gold(folder: Path, splits=GOLD_SPLITS, *, out_of_range: str = "error"
     pairs, dropped = {}, {}
     for split in splits:
         path = folder / f"{split}.jsonl"
+        if not path.is_file() and split in optional:
+            continue
         if not path.is_file():
             raise InputError(f"{path}: missing gold file for split {split!r}")
         links, dropped[split] = _check_gold(path, out_of_range)
@@ -75,7 +79,7 @@ def read_parallel(folder: Path) -> datasets.Dataset:
     path = Path(folder) / "train.jsonl"
     if not path.is_file():
         raise InputError(f"{path}: missing parallel training corpus")
-    check_jsonl(path, {"src": list, "tgt": list}, labels=None)
+    check_jsonl(path, {"src": list, "tgt": list}, labels=None, texts=("src", "tgt"))
     return datasets.load_dataset("json", data_files={"train": str(path)})["train"]
 
 
@@ -87,10 +91,9 @@ def _check_gold(path: Path, out_of_range: str) -> tuple[list[tuple[frozenset, fr
             if name not in row:
                 raise DataFileError(path, line, name, "missing field")
         for name in ("src", "tgt"):
-            tokens = row[name]
-            if not isinstance(tokens, list) or not tokens or not all(
-                    isinstance(t, str) for t in tokens):
+            if not isinstance(row[name], list):
                 raise DataFileError(path, line, name, "expected a non-empty list of strings")
+            check_text(path, line, name, row[name])
         n_src, n_tgt = len(row["src"]), len(row["tgt"])
         sets, lost = {}, set()
         for name in ("sure", "possible"):
@@ -104,6 +107,8 @@ def _check_gold(path: Path, out_of_range: str) -> tuple[list[tuple[frozenset, fr
             raise DataFileError(path, line, "sure", f"links not in 'possible' ({shown}); "
                                 "possible must contain every sure link")
         out.append((sets["sure"], sets["possible"]))
+    if not out:
+        raise DataFileError(path, None, None, "no rows: the file is empty")
     return out, dropped
 
 

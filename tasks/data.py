@@ -2,19 +2,28 @@
 from a local directory of JSON Lines files with the hub's columns.
 
 Local files are checked line by line first, so a malformed file gets an error
-naming the file, line and field instead of an Arrow traceback.
+naming the file, line and field instead of an Arrow traceback: bytes that are not
+UTF-8 (with their byte offset), an empty file, a missing or mistyped column, an
+unknown label, and a text column with no token (``texts``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import datasets
+from huggingface_hub import constants as hf_constants
 
-from benchmark.core.errors import DataFileError, InputError
+from benchmark.core.errors import DataFileError, InputError, NotUtf8Error
+
+log = logging.getLogger(__name__)
 
 DATA_ENV = "FAITHBENCH_DATA"
 
@@ -26,10 +35,17 @@ def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path | None:
 
 
 def jsonl_objects(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for every non-blank line; a line that is not a JSON object
-    is an error naming the file and line."""
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
+    """(line number, object) for every non-blank line; a line that is not UTF-8 or not a
+    JSON object is an error naming the file and line (and the byte offset)."""
+    offset = 0  # of the current line, from the start of the file
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise NotUtf8Error(path, lineno, offset + exc.start, raw[exc.start],
+                                   exc.start + 1) from None
+            offset += len(raw)
             if not line.strip():
                 continue
             try:
@@ -41,8 +57,22 @@ def jsonl_objects(path: Path) -> Iterator[tuple[int, dict]]:
             yield lineno, row
 
 
-def check_jsonl(path: Path, columns: dict[str, type | tuple], labels: set[int] | None) -> int:
-    """Validate a JSON Lines file; returns its row count."""
+def check_utf8(path: Path) -> None:
+    """A file that is not UTF-8 is an error naming its line and byte offset (for the
+    files read other than line by line, e.g. CSV)."""
+    data = Path(path).read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotUtf8Error.at(path, data, exc.start) from None
+
+
+def check_jsonl(path: Path, columns: dict[str, type | tuple], labels: set[int] | None,
+                texts: tuple[str, ...] = ()) -> int:
+    """Validate a JSON Lines file; returns its row count. ``texts``: columns that must
+    hold at least one token (a string that is not blank, or a non-empty list of
+    non-blank strings): an empty text has nothing to explain, and fails only after
+    training if let through. A file with no row is an error too."""
     rows = 0
     for lineno, row in jsonl_objects(path):
         for name, kind in columns.items():
@@ -51,11 +81,42 @@ def check_jsonl(path: Path, columns: dict[str, type | tuple], labels: set[int] |
             if not isinstance(row[name], kind) or isinstance(row[name], bool):
                 raise DataFileError(path, lineno, name,
                                     f"expected {_kind_name(kind)}, got {type(row[name]).__name__}")
+        for name in texts:
+            check_text(path, lineno, name, row[name])
         if labels is not None and row["label"] not in labels:
             raise DataFileError(path, lineno, "label",
                                 f"unknown label {row['label']!r} (expected one of {sorted(labels)})")
         rows += 1
+    if not rows:
+        raise DataFileError(path, None, None, "no rows: the file is empty")
     return rows
+
+
+def check_text(path: Path, line: int, name: str, value: str | list) -> None:
+    """``value`` holds a token: a string that is not blank, or a non-empty list of
+    non-blank strings; else an error naming file, line and field."""
+    if isinstance(value, str):
+        if not value.split():
+            raise DataFileError(path, line, name, "empty text (no token); remove the line "
+                                "or give it text")
+        return
+    if not value or not all(isinstance(t, str) for t in value):
+        raise DataFileError(path, line, name, "expected a non-empty list of strings")
+    blank = next((i for i, t in enumerate(value) if not t.strip()), None)
+    if blank is not None:
+        raise DataFileError(path, line, name, f"token {blank} is blank")
+
+
+def without_empty(rows: list[tuple[int, dict]], fields: tuple[str, ...], where: str
+                  ) -> list[tuple[int, dict]]:
+    """The (index, row) pairs of a hub copy whose ``fields`` all hold a token. A local
+    file with an empty text is refused (``check_jsonl``); a hub copy cannot be fixed by
+    its user, so its empty rows are left out and counted in the log instead."""
+    kept = [(i, r) for i, r in rows if all(str(r[f]).split() for f in fields)]
+    if len(kept) < len(rows):
+        log.warning("%s: left out %d rows with an empty %s", where, len(rows) - len(kept),
+                    " or ".join(fields))
+    return kept
 
 
 def _kind_name(kind) -> str:
@@ -63,9 +124,10 @@ def _kind_name(kind) -> str:
     return " or ".join(k.__name__ for k in kinds)
 
 
-def load_local(folder: Path, splits: list[str], columns: dict, labels: set[int] | None
-               ) -> dict[str, datasets.Dataset]:
-    """``load_dataset("json", data_files=...)`` over ``folder/<split>.jsonl`` after checking each file."""
+def load_local(folder: Path, splits: list[str], columns: dict, labels: set[int] | None,
+               texts: tuple[str, ...] = ()) -> dict[str, datasets.Dataset]:
+    """``load_dataset("json", data_files=...)`` over ``folder/<split>.jsonl`` after checking
+    each file (``check_jsonl``; ``texts`` are the columns that must hold a token)."""
     if not folder.is_dir():
         raise InputError(f"data directory {folder} does not exist (expected JSON Lines files there)")
     files = {}
@@ -73,18 +135,58 @@ def load_local(folder: Path, splits: list[str], columns: dict, labels: set[int] 
         path = folder / f"{split}.jsonl"
         if not path.is_file():
             raise InputError(f"{path}: missing split file for split {split!r}")
-        check_jsonl(path, columns, labels)
+        check_jsonl(path, columns, labels, texts)
         files[split] = str(path)
     loaded = datasets.load_dataset("json", data_files=files)
     return {split: loaded[split] for split in splits}
 
 
-def load_hub(dataset_id: str, splits: list[str]) -> dict[str, datasets.Dataset]:
+HUB_TIMEOUT_S = 3.0
+
+
+def hub_reachable(timeout: float = HUB_TIMEOUT_S) -> bool:
+    """Whether the hub answers a HEAD request (any HTTP status; proxies from the
+    environment apply) within ``timeout`` seconds."""
+    request = urllib.request.Request(hf_constants.ENDPOINT, method="HEAD")
     try:
-        loaded = datasets.load_dataset(dataset_id)
+        urllib.request.urlopen(request, timeout=timeout).close()
+    except urllib.error.HTTPError:
+        return True  # it answered
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _offline(on: bool):
+    """``datasets`` and ``huggingface_hub`` in offline mode (cache only) inside the block."""
+    if not on:
+        yield
+        return
+    old = datasets.config.HF_HUB_OFFLINE, hf_constants.HF_HUB_OFFLINE
+    datasets.config.HF_HUB_OFFLINE = hf_constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        datasets.config.HF_HUB_OFFLINE, hf_constants.HF_HUB_OFFLINE = old
+
+
+def load_hub(dataset_id: str, splits: list[str]) -> dict[str, datasets.Dataset]:
+    """The hub dataset, or at once an InputError naming ``--data-dir``: when the hub does
+    not answer a HEAD request within ``HUB_TIMEOUT_S``, ``datasets`` is put in offline
+    mode for this call (a copy in its cache still loads) instead of retrying for most
+    of a minute and printing every retry."""
+    offline = datasets.config.HF_HUB_OFFLINE  # HF_HUB_OFFLINE=1 in the environment
+    reachable = not offline and hub_reachable()
+    try:
+        with _offline(not reachable):
+            loaded = datasets.load_dataset(dataset_id)
     except Exception as exc:  # noqa: BLE001 — offline machines land here; say what to do
+        why = ("HF_HUB_OFFLINE is set and no cached copy loads; " if offline else
+               "" if reachable else f"the hub at {hf_constants.ENDPOINT} did not answer "
+               f"within {HUB_TIMEOUT_S:g} s and no cached copy loads; ")
         raise InputError(
-            f"could not load hub dataset {dataset_id!r} ({type(exc).__name__}: {exc}); "
+            f"could not load hub dataset {dataset_id!r} ({why}{type(exc).__name__}: {exc}); "
             f"pass --data-dir DIR (or set ${DATA_ENV}) with a local JSON Lines copy"
         ) from None
     return {split: loaded[split] for split in splits}

@@ -3,7 +3,9 @@ explained together.
 
 Data: hub ``stanfordnlp/snli`` by default, or ``DIR/snli/{train,validation,test}.jsonl``
 with the same columns (``premise``, ``hypothesis``, ``label``); pairs without a gold
-label (-1) are dropped and counted in the log. ``--variant esnli`` scores the
+label (-1) are dropped and counted in the log. A local line whose premise or
+hypothesis has no token is an error naming file and line (the hub copy's are left
+out, counted). ``--variant esnli`` scores the
 e-SNLI dev/test pairs instead (``esnli`` schema, ``DIR/esnli/``; the same SNLI
 pairs, keyed by ``pairID``), with the annotators' explanations carried along and
 their highlighted words as the reference rationale where the files have them.
@@ -18,11 +20,11 @@ from __future__ import annotations
 import logging
 
 from benchmark.core.api import PAIR_CLASSIFICATION, Example, TaskOptions, TaskSpec
-from benchmark.core.errors import InputError
+from benchmark.core.errors import DataFileError, InputError
 from benchmark.core.models.pair_classifier import PairAttentionClassifier, PairConfig
 from benchmark.core.models.training import TrainConfig
 from tasks.classification import ClassificationTask
-from tasks.data import load_hub, load_local, resolve_data_dir
+from tasks.data import check_utf8, load_hub, load_local, resolve_data_dir, without_empty
 from tasks.rationales import esnli_highlights, load_esnli_csv, nli_tokenize
 
 log = logging.getLogger(__name__)
@@ -30,6 +32,7 @@ log = logging.getLogger(__name__)
 HUB_ID = "stanfordnlp/snli"
 ESNLI_HUB_ID = "esnli"
 COLUMNS = {"premise": str, "hypothesis": str, "label": int}
+TEXTS = ("premise", "hypothesis")
 LABELS = {-1, 0, 1, 2}
 VARIANTS = ("snli", "esnli")
 
@@ -66,12 +69,12 @@ def pair_example(example_id: str, row: dict, extras=None) -> Example:
     )
 
 
-def _labelled(split: str, rows) -> list[tuple[int, dict]]:
+def _labelled(split: str, rows, hub: bool) -> list[tuple[int, dict]]:
     kept = [(i, r) for i, r in enumerate(rows) if r["label"] != -1]
     dropped = len(rows) - len(kept)
     if dropped:
         log.info("nli: dropped %d %s pairs without a gold label (-1)", dropped, split)
-    return kept
+    return without_empty(kept, TEXTS, f"{HUB_ID} {split}") if hub else kept
 
 
 def read(options: TaskOptions) -> dict[str, list[Example]]:
@@ -82,8 +85,10 @@ def read(options: TaskOptions) -> dict[str, list[Example]]:
     if data_dir is None:
         raw = load_hub(HUB_ID, ["train", "validation", "test"])
     else:
-        raw = load_local(data_dir / "snli", ["train", "validation", "test"], COLUMNS, LABELS)
-    splits = {split: [pair_example(f"{split}-{i}", r) for i, r in _labelled(split, rows)]
+        raw = load_local(data_dir / "snli", ["train", "validation", "test"], COLUMNS, LABELS,
+                         texts=TEXTS)
+    splits = {split: [pair_example(f"{split}-{i}", r)
+                      for i, r in _labelled(split, rows, hub=data_dir is None)]
               for split, rows in raw.items()}
     if variant == "esnli":
         splits.update(read_esnli(data_dir))
@@ -96,11 +101,14 @@ def read_esnli(data_dir) -> dict[str, list[Example]]:
     columns = {**COLUMNS, "explanation_1": str}
     if data_dir is None:
         raw = load_hub(ESNLI_HUB_ID, ["validation", "test"])
+        raw = {split: [r for _, r in without_empty(list(enumerate(rows)), TEXTS,
+                                                   f"{ESNLI_HUB_ID} {split}")]
+               for split, rows in raw.items()}
     elif all((data_dir / "esnli" / f).is_file() for f in ESNLI_CSV.values()):
-        raw = {split: [_from_csv(r) for r in load_esnli_csv(data_dir / "esnli" / f)]
-               for split, f in ESNLI_CSV.items()}
+        raw = {split: _csv_rows(data_dir / "esnli" / f) for split, f in ESNLI_CSV.items()}
     else:
-        raw = load_local(data_dir / "esnli", ["validation", "test"], columns, {0, 1, 2})
+        raw = load_local(data_dir / "esnli", ["validation", "test"], columns, {0, 1, 2},
+                         texts=TEXTS)
     out = {}
     for split, rows in raw.items():
         examples = []
@@ -110,6 +118,19 @@ def read_esnli(data_dir) -> dict[str, list[Example]]:
                                          extras=extras))
         out[split] = examples
     return out
+
+
+def _csv_rows(path) -> list[dict]:
+    """An e-SNLI CSV's rows, checked: UTF-8 (line and byte offset), and no empty
+    sentence (a CSV record may span lines, so the error names its ``pairID``)."""
+    check_utf8(path)
+    rows = [_from_csv(r) for r in load_esnli_csv(path)]
+    for row in rows:
+        for name, column in (("premise", "Sentence1"), ("hypothesis", "Sentence2")):
+            if not row[name].split():
+                raise DataFileError(path, None, column, f"pairID {row.get('pairID')!r}: empty "
+                                    "text (no token)")
+    return rows
 
 
 def _from_csv(row: dict) -> dict:

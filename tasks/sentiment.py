@@ -1,11 +1,12 @@
 """SST-2 binary sentiment, sentence level (Socher et al. 2013; GLUE).
 
 Data: hub ``stanfordnlp/sst2`` by default, or ``DIR/sst2/{train,validation,test}.jsonl``
-with the same columns (``idx``, ``sentence``, ``label``). The training split is an
-option (``variant``): ``phrases`` (default) trains on every labelled phrase of the
-training trees — ``DIR/sst2_phrases/train.jsonl`` locally, the hub's own train
-split (67k phrases) otherwise — and ``sentences`` on the 6,920 full training
-sentences (local copy only; the hub has no sentence-level train split).
+with the same columns (``idx``, ``sentence``, ``label``); a local line whose sentence
+has no token is an error naming file and line (the hub copy's are left out, counted).
+The training split is an option (``variant``): ``phrases`` (default) trains on every
+labelled phrase of the training trees — ``DIR/sst2_phrases/train.jsonl`` locally,
+the hub's own train split (67k phrases) otherwise — and ``sentences`` on the 6,920
+full training sentences (local copy only; the hub has no sentence-level train split).
 Scored split: test (validation drives early stopping, so it is not held out). The
 hub's test labels are hidden: the metrics need none (they explain the prediction),
 but test accuracy is then not reported. Tokens are the lower-cased,
@@ -24,7 +25,7 @@ from benchmark.core.api import CLASSIFICATION, Example, TaskOptions, TaskSpec
 from benchmark.core.errors import InputError
 from benchmark.core.models.training import TrainConfig
 from tasks.classification import ClassificationTask
-from tasks.data import load_hub, load_local, resolve_data_dir
+from tasks.data import load_hub, load_local, resolve_data_dir, without_empty
 from tasks.rationales import load_sst_rationales
 
 HUB_ID = "stanfordnlp/sst2"
@@ -62,12 +63,17 @@ def read(options: TaskOptions) -> dict[str, list[Example]]:
         raw = load_hub(HUB_ID, ["train", "validation", "test"])
     else:
         raw = load_local(data_dir / "sst2", ["validation", "test"]
-                         + (["train"] if variant == "sentences" else []), COLUMNS, {0, 1})
+                         + (["train"] if variant == "sentences" else []), COLUMNS, {0, 1},
+                         texts=("sentence",))
         if variant == "phrases":
-            raw["train"] = load_local(data_dir / "sst2_phrases", ["train"], COLUMNS, {0, 1})["train"]
+            raw["train"] = load_local(data_dir / "sst2_phrases", ["train"], COLUMNS, {0, 1},
+                                      texts=("sentence",))["train"]
     splits = {}
     for split, rows in raw.items():
         rows = [r for r in rows if r["label"] >= 0 or split != "train"]
+        if data_dir is None:  # a local file with an empty sentence was refused above
+            rows = [r for _, r in without_empty(list(enumerate(rows)), ("sentence",),
+                                                f"{HUB_ID} {split}")]
         tokens = [tokenize(r["sentence"]) for r in rows]
         references = {}  # idx -> mask; validation/test of a local copy with phrase labels
         if data_dir is not None and split in ANNOTATED_SPLITS and (data_dir / ANNOTATIONS).is_dir():

@@ -386,7 +386,11 @@ def test_submitted_alignments_rank_and_compare_beside_explainers(tmp_path, share
                                 entries=str(board))
     entries = {e.name: e for e in read_entries(board)}
     assert set(entries) == {"attention", "diagonal"}
-    assert entries["diagonal"].suite["alignment@1"]["checkpoints"] == [MODEL_FREE]
+    # the data variant is in the task id, the model entries' and the reference row's alike
+    assert set(entries["attention"].suite) == set(entries["diagonal"].suite) == {
+        "alignment[variant=alignment]@1"}
+    assert entries["diagonal"].suite["alignment[variant=alignment]@1"]["checkpoints"] == [
+        MODEL_FREE]
     totals = np.sum([link_counts(diagonal_links(len(p.src), len(p.tgt)), p.sure, p.possible)
                      for p in ready.gold["test"][:6]], axis=0)
     ranked = {r["explainer_name"]: r for r in rank(list(entries.values()), metric="aer")}
@@ -395,3 +399,124 @@ def test_submitted_alignments_rank_and_compare_beside_explainers(tmp_path, share
     assert ranked["diagonal"]["metric"] == ranked["attention"]["metric"] == "aer@1"
     [row] = compare(entries["attention"], entries["diagonal"], metric="aer")
     assert row["n"] == 6
+
+
+# ---------------------------------------------------------------- a user's own language pair
+
+def _pair(root, name: str, gold: list[dict], parallel: list | bytes | None = None):
+    """``root/name/gold/test.jsonl`` (no validation file) and, if given, a parallel corpus
+    (rows, or the file's raw bytes)."""
+    (root / name / "gold").mkdir(parents=True)
+    (root / name / "gold" / "test.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gold))
+    if parallel is not None:
+        (root / name / "parallel").mkdir()
+        data = parallel if isinstance(parallel, bytes) else "".join(
+            json.dumps(r) + "\n" for r in parallel).encode()
+        (root / name / "parallel" / "train.jsonl").write_bytes(data)
+    return RunConfig(data_dir=str(root), variant=name, progress=False, time_budget_s=None)
+
+
+def _hansards(shared_data, part: str, n: int) -> list[dict]:
+    import itertools
+
+    with open(shared_data / "alignment" / part) as fh:
+        return [json.loads(line) for line in itertools.islice(fh, n)]
+
+
+def test_gold_alone_is_enough_to_score_links_and_run_the_diagonal(tmp_path, shared_data):
+    """A gold-only pair (no validation file, no parallel corpus): before, every verb was
+    refused ('missing gold file for split validation', then 'missing parallel training
+    corpus'). The AER is recounted here with plain sets."""
+    from benchmark import alignments
+    from benchmark.core.errors import InputError
+    from benchmark.core.links import diagonal_links
+    from benchmark.session import open_session
+
+    gold = _hansards(shared_data, "gold/test.jsonl", 12)
+    config = _pair(tmp_path, "gold_only", gold)
+    out = tmp_path / "diag.jsonl"
+    assert alignments.align_to_file("alignment", None, str(out), config, aligner="diagonal") == 12
+    a_s = a_p = n_a = n_s = 0
+    for g in gold:
+        links = diagonal_links(len(g["src"]), len(g["tgt"]))
+        sure, possible = {tuple(x) for x in g["sure"]}, {tuple(x) for x in g["possible"]}
+        a_s, a_p = a_s + len(links & sure), a_p + len(links & possible)
+        n_a, n_s = n_a + len(links), n_s + len(sure)
+    summary = {s["metric"]: s for s in alignments.score_alignments("alignment", str(out), config)}
+    assert summary["aer"]["n"] == 12
+    assert summary["aer"]["mean"] == pytest.approx(1 - (a_s + a_p) / (n_a + n_s), abs=1e-12)
+    with pytest.raises(InputError, match="missing parallel training corpus.*need only the gold"):
+        open_session("alignment", config)  # a model needs parallel text: said, not a traceback
+
+
+def test_a_small_bitext_trains_with_a_scaled_held_out_slice(tmp_path, shared_data, caplog):
+    """160 parallel pairs besides 10 gold ones (which the corpus repeats and training
+    leaves out), no validation file: the last 160 // 10 = 16 are held out, 144 train.
+    Before: refused, as 160 is not more than the 2,000 held out."""
+    import logging
+
+    from benchmark.core.api import TaskOptions
+    from benchmark.core.errors import DataFileError
+
+    gold = _hansards(shared_data, "gold/test.jsonl", 10)
+    parallel = _hansards(shared_data, "parallel/train.jsonl", 160)
+    again = [{"src": g["src"], "tgt": g["tgt"]} for g in gold]
+    _pair(tmp_path, "small", gold, parallel[:80] + again + parallel[80:])
+    options = TaskOptions(data_dir=str(tmp_path), variant="small", epochs=1)
+    with caplog.at_level(logging.WARNING):
+        got_gold, _, training, held = TINY.read(options)
+    assert "left out 10 training pairs whose source sentence is a gold one" in caplog.text
+    pairs = [(tuple(r["src"]), tuple(r["tgt"])) for r in parallel]
+    assert held == pairs[144:] and training == pairs[:144]
+    assert list(got_gold) == ["test"]
+    ready = TINY.prepare(options, progress=False)
+    assert ready.accuracy["held_out_perplexity"] == pytest.approx(
+        -max(h["val_neg_perplexity"] for h in ready.history), rel=1e-6)
+    assert len(ready.examples("test")) == sum(len(g["tgt"]) for g in gold)
+    # a bitext of gold sentences only leaves nothing to train on: said, with what works
+    _pair(tmp_path, "all_gold", gold, again)
+    with pytest.raises(DataFileError, match="0 training pairs .* at least 100; .*need only"):
+        TINY.prepare(TaskOptions(data_dir=str(tmp_path), variant="all_gold"), progress=False)
+
+
+def test_bad_parallel_files_name_file_line_and_field(tmp_path, shared_data):
+    """Before: an empty file ended in a StopIteration traceback, a 0xff byte in a
+    UnicodeDecodeError traceback, an empty sentence was trained on."""
+    from benchmark.core.api import TaskOptions
+    from benchmark.core.errors import DataFileError, NotUtf8Error
+
+    gold = _hansards(shared_data, "gold/test.jsonl", 3)
+    lines = [json.dumps(r).encode() + b"\n" for r in _hansards(shared_data,
+                                                              "parallel/train.jsonl", 3)]
+    at = lines[2].index(b'"tgt"')
+    lines[2] = lines[2][:at] + b"\xff" + lines[2][at:]
+    cases = {"latin": b"".join(lines), "empty": b"",
+             "no_words": [{"src": ["a"], "tgt": ["b"]}, {"src": [], "tgt": ["b"]}],
+             "blank": [{"src": ["a"], "tgt": ["b"]}, {"src": ["a", " "], "tgt": ["b"]}]}
+    for name, data in cases.items():
+        _pair(tmp_path, name, gold, data)
+
+    def read(name):
+        return TINY.read(TaskOptions(data_dir=str(tmp_path), variant=name))
+
+    with pytest.raises(NotUtf8Error) as info:
+        read("latin")
+    assert (info.value.line, info.value.offset) == (3, len(lines[0]) + len(lines[1]) + at)
+    with pytest.raises(DataFileError, match="no rows: the file is empty"):
+        read("empty")
+    for name, problem in (("no_words", "expected a non-empty list"), ("blank", "token 1 is blank")):
+        with pytest.raises(DataFileError, match=problem) as info:
+            read(name)
+        assert (info.value.line, info.value.field) == (2, "src")
+
+
+def test_align_keeps_nothing_under_the_output_file(tmp_path, tiny_registered):
+    """`faithbench align --out A.jsonl` passes the output file as the run's --out: no
+    explanation cache or partial batches may be written under it (they would make
+    A.jsonl a folder)."""
+    from benchmark import alignments
+
+    out = tmp_path / "A.jsonl"
+    config = dataclasses.replace(tiny_registered, out=str(out))
+    assert alignments.align_to_file("alignment", "attention", str(out), config) == 5
+    assert out.is_file() and [p.name for p in tmp_path.iterdir()] == ["A.jsonl"]

@@ -182,3 +182,48 @@ def test_validate_of_a_hanging_plugin_returns_within_its_budget(synthetic_ready)
     assert {"shape_and_finite", "time_per_example"} <= failed
     assert "time budget of 0.25s" in next(c.detail for c in checks if c.check == "shape_and_finite")
     assert took < 60, took  # one budget (8 examples x 0.25 s), plus the model; not an hour
+
+
+# ---------------------------------------------------------------- the time budget
+
+class _SleepsPerToken:
+    """An outside plugin whose cost is ``per_token`` seconds per real token of a batch."""
+
+    def __init__(self, per_token: float):
+        from benchmark.core.api import ExplainerSpec
+
+        self.spec, self.per_token = ExplainerSpec(name="sleeps", version="1"), per_token
+
+    def explain(self, model, batch, target, *, rng):
+        time.sleep(self.per_token * int(batch.lengths.sum()))
+        return batch.mask.float()
+
+
+@pytest.mark.parametrize("isolation", ["none", "process"])
+def test_a_plugins_budget_scales_with_example_length(model, isolation):
+    """0.1 s per example of up to 32 tokens: a 320-token example may take 1.0 s, so 0.32 s
+    passes (before: failed the fixed 0.1 s); a 10-token one taking 0.3 s still fails."""
+    from benchmark.core.vocab import collate
+
+    long = collate([[5] * 320], ["long"])
+    with plugin_caller(_SleepsPerToken(0.001), model, time_budget_s=0.1,
+                       isolation=isolation) as caller:
+        assert caller.explain(long, torch.tensor([0]), seed=0).tolist() == [[1.0] * 320]
+    short = collate([[5] * 10], ["short"])
+    over = r"time budget of 0.1s per example \(0.1s for a batch of 1 examples with 10 tokens"
+    with (plugin_caller(_SleepsPerToken(0.03), model, time_budget_s=0.1,
+                        isolation=isolation) as caller, pytest.raises(PluginError, match=over)):
+        caller.explain(short, torch.tensor([0]), seed=0)
+
+
+@pytest.mark.parametrize("isolation", ["auto", "process"])
+def test_a_reference_explainer_is_not_held_to_the_plugin_budget(model, batch, isolation):
+    """Integrated gradients under a budget of a microsecond per example: a plugin would
+    fail (before: so did IG, e.g. after 546 s on long IMDB reviews); a reference
+    explainer's cost is known, so it runs, with the scores it gives unbudgeted."""
+    b, target = batch
+    ig = resolve_explainer("integrated_gradients")
+    with plugin_caller(ig, model, time_budget_s=None, isolation="none") as caller:
+        want = caller.explain(b, target, seed=0)
+    with plugin_caller(ig, model, time_budget_s=1e-6, isolation=isolation) as caller:
+        torch.testing.assert_close(caller.explain(b, target, seed=0), want)

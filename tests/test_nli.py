@@ -146,3 +146,65 @@ def test_explain_score_predict_on_pairs(shared_data, tmp_path, capsys):
     inp.write_text(json.dumps({"id": "x", "tokens": ["a", "b"]}) + "\n")
     assert main(["predict", *common, "--input", str(inp)]) == 2
     assert "field 'segments'" in capsys.readouterr().err
+
+
+def _snli(tmp_path, test_rows):
+    (tmp_path / "snli").mkdir()
+    good = json.dumps({"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": 0})
+    for split in ("train", "validation"):
+        (tmp_path / "snli" / f"{split}.jsonl").write_text(good + "\n")
+    (tmp_path / "snli" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in test_rows))
+    return TaskOptions(data_dir=str(tmp_path))
+
+
+@pytest.mark.parametrize("field", ["premise", "hypothesis"])
+def test_an_empty_premise_or_hypothesis_is_refused_at_load(tmp_path, field):
+    """Before: loaded, and an empty hypothesis made a row with no segment-1 token."""
+    from benchmark.core.errors import DataFileError
+
+    good = {"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": 0}
+    with pytest.raises(DataFileError, match="empty text") as info:
+        read(_snli(tmp_path, [good, good, {**good, field: " "}]))
+    assert info.value.path.endswith("test.jsonl")
+    assert (info.value.line, info.value.field) == (3, field)
+
+
+def test_an_esnli_csv_that_is_not_utf8_names_line_and_offset(tmp_path):
+    """The CSV release path: a Latin-1 byte on line 3 of esnli_dev.csv. Before: a raw
+    UnicodeDecodeError traceback."""
+    import shutil
+    from pathlib import Path
+
+    from benchmark.core.errors import NotUtf8Error
+
+    sample = Path(__file__).parent / "fixtures" / "esnli" / "esnli_dev_sample.csv"
+    (tmp_path / "esnli").mkdir()
+    shutil.copy(sample, tmp_path / "esnli" / "esnli_test.csv")
+    lines = sample.read_bytes().splitlines(keepends=True)
+    at = lines[2].index(b"a")
+    lines[2] = lines[2][:at] + b"\xe9" + lines[2][at + 1 :]  # 'é' in Latin-1
+    (tmp_path / "esnli" / "esnli_dev.csv").write_bytes(b"".join(lines))
+    _snli(tmp_path, [{"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": 0}])
+    with pytest.raises(NotUtf8Error) as info:
+        read(TaskOptions(data_dir=str(tmp_path), variant="esnli"))
+    assert info.value.path.endswith("esnli_dev.csv")
+    assert (info.value.line, info.value.offset) == (3, len(lines[0]) + len(lines[1]) + at)
+
+
+def test_a_hub_copy_leaves_out_empty_pairs_keeping_their_ids(monkeypatch, caplog):
+    import logging
+
+    import datasets
+
+    import tasks.nli
+
+    rows = datasets.Dataset.from_list([
+        {"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": 0},
+        {"premise": "A dog runs.", "hypothesis": "", "label": 1},
+        {"premise": "A cat sits.", "hypothesis": "A cat sleeps.", "label": 1}])
+    monkeypatch.delenv("FAITHBENCH_DATA", raising=False)
+    monkeypatch.setattr(tasks.nli, "load_hub", lambda name, splits: dict.fromkeys(splits, rows))
+    with caplog.at_level(logging.WARNING):
+        splits = read(TaskOptions())
+    assert [e.id for e in splits["test"]] == ["test-0", "test-2"]
+    assert "stanfordnlp/snli test: left out 1 rows with an empty premise or hypothesis" in caplog.text

@@ -84,3 +84,20 @@ def test_segment_without_segments_is_an_input_error():
     x = MetricInput(batch, SCORES, torch.tensor([1]), perturber.probs(batch), perturber)
     with pytest.raises(InputError, match="needs a batch with segments"):
         with_params(get_metric("flip_rate"), segment=1).compute(x)
+
+
+def test_segment_share_counts_words_on_a_subword_model():
+    """Premise un ##funny | film, hypothesis ok: words (0, 0, 1, 2), piece scores
+    0.2, 0.2, 0.1, 0.3, so word scores 0.4, 0.1, 0.3. Bin 0.25: words n = 3, k = ceil(0.75)
+    = 1, the top word is 0 (premise): share 1. Pieces n = 4, k = ceil(1.0) = 1, the top
+    piece is 3 (hypothesis): share 0 (version 1's answer, now ``granularity=subword``)."""
+    from benchmark.core.api import Batch
+    batch = Batch(torch.tensor([[5, 6, 7, 8]]), torch.ones(1, 4, dtype=torch.bool), ("x",),
+                  segments=torch.tensor([[0, 0, 0, 1]]), words=torch.tensor([[0, 0, 1, 2]]))
+    inp = MetricInput(batch, torch.tensor([[0.2, 0.2, 0.1, 0.3]]), torch.tensor([0]),
+                      torch.full((1, 2), 0.5), None)
+    share = with_params(get_metric("segment_share"), bins=(0.25,))
+    assert share.compute(inp).values.item() == 1.0
+    assert with_params(share, granularity="subword").compute(inp).values.item() == 0.0
+    assert get_metric("segment_share").spec.id == (
+        "segment_share[bins=0.01,0.05,0.1,0.2,0.5;rounding=ceil;segment=0]@2")

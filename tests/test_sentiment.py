@@ -77,3 +77,73 @@ def test_hub_is_the_default_and_offline_says_what_to_do(monkeypatch):
     with pytest.raises(InputError, match="pass --data-dir DIR"):
         read(TaskOptions())
     assert asked == ["stanfordnlp/sst2"]
+
+
+def _sst2(tmp_path, rows_by_split):
+    """A local sst2/ folder (the sentences variant) with the given rows per split."""
+    (tmp_path / "sst2").mkdir()
+    good = [{"idx": i, "sentence": f"a fine film {i}", "label": i % 2} for i in range(3)]
+    for split in ("train", "validation", "test"):
+        rows = rows_by_split.get(split, good)
+        data = rows if isinstance(rows, bytes) else "".join(json.dumps(r) + "\n" for r in rows)
+        (tmp_path / "sst2" / f"{split}.jsonl").write_bytes(
+            data if isinstance(data, bytes) else data.encode())
+    return TaskOptions(data_dir=str(tmp_path), variant="sentences")
+
+
+@pytest.mark.parametrize("sentence", ["", "   \t "])
+def test_an_empty_sentence_is_refused_at_load_with_file_and_line(tmp_path, sentence):
+    """Before: loaded, trained, and failed in the first erasure metric with `examples
+    with no real token: test-1`, naming no file."""
+    from benchmark.core.errors import DataFileError
+
+    rows = [{"idx": 0, "sentence": "good", "label": 1}, {"idx": 1, "sentence": sentence,
+                                                         "label": 0}]
+    with pytest.raises(DataFileError, match="empty text") as info:
+        read(_sst2(tmp_path, {"test": rows}))
+    assert info.value.path.endswith("test.jsonl")
+    assert (info.value.line, info.value.field) == (2, "sentence")
+
+
+def test_bytes_that_are_not_utf8_name_the_line_and_byte_offset(tmp_path):
+    """A 0xff byte on line 3 (Latin-1 'ÿ'): before, a UnicodeDecodeError traceback (exit 1)."""
+    from benchmark.core.errors import NotUtf8Error
+
+    lines = [b'{"idx": 0, "sentence": "good", "label": 1}\n',
+             b'{"idx": 1, "sentence": "bad", "label": 0}\n',
+             b'{"idx": 2, "sentence": "na\xefve", "label": 0}\n']
+    lines[2] = lines[2].replace(b"\xef", b"\xff")
+    column = lines[2].index(b"\xff")  # 0-based position within line 3
+    with pytest.raises(NotUtf8Error) as info:
+        read(_sst2(tmp_path, {"validation": b"".join(lines)}))
+    err = info.value
+    assert (err.line, err.offset) == (3, len(lines[0]) + len(lines[1]) + column)
+    assert err.path.endswith("validation.jsonl") and err.exit_code == 2
+    assert f"byte 0xff at byte offset {err.offset} (byte {column + 1} of the line)" in str(err)
+
+
+def test_an_empty_file_is_an_error_naming_it(tmp_path):
+    from benchmark.core.errors import DataFileError
+
+    with pytest.raises(DataFileError, match="no rows: the file is empty") as info:
+        read(_sst2(tmp_path, {"train": []}))
+    assert info.value.path.endswith("train.jsonl")
+
+
+def test_a_hub_copy_leaves_out_empty_sentences_and_counts_them(monkeypatch, caplog):
+    """A hub copy cannot be fixed by its user: its empty rows are left out, counted."""
+    import logging
+
+    import datasets
+
+    import tasks.sentiment
+
+    split = datasets.Dataset.from_list([{"idx": 0, "sentence": "good", "label": 1},
+                                        {"idx": 1, "sentence": " ", "label": 0},
+                                        {"idx": 2, "sentence": "bad", "label": 0}])
+    monkeypatch.delenv("FAITHBENCH_DATA", raising=False)
+    monkeypatch.setattr(tasks.sentiment, "load_hub", lambda name, splits: dict.fromkeys(splits, split))
+    with caplog.at_level(logging.WARNING):
+        splits = read(TaskOptions())
+    assert [e.id for e in splits["test"]] == ["test-0", "test-2"]
+    assert "stanfordnlp/sst2 test: left out 1 rows with an empty sentence" in caplog.text

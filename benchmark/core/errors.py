@@ -4,6 +4,8 @@ Bad input (``InputError``) exits 2; plugin failures (``PluginError``) are record
 the rest of the run completes, and the process exits 1.
 """
 
+from __future__ import annotations
+
 
 class FaithbenchError(Exception):
     """Base class of every error faithbench raises on purpose."""
@@ -23,6 +25,22 @@ class DataFileError(InputError):
         where = self.path + (f", line {line}" if line is not None else "")
         what = f" field {field!r}:" if field else ""
         super().__init__(f"{where}:{what} {problem}")
+
+
+class NotUtf8Error(DataFileError):
+    """A file holds bytes that are not UTF-8: names the line and the byte offset."""
+
+    def __init__(self, path, line: int, offset: int, byte: int, column: int):
+        self.offset = offset  # 0-based, from the start of the file
+        super().__init__(path, line, None, f"byte 0x{byte:02x} at byte offset {offset} (byte "
+                         f"{column} of the line) is not UTF-8; save the file as UTF-8")
+
+    @classmethod
+    def at(cls, path, data: bytes, offset: int) -> NotUtf8Error:
+        """The error for ``data`` (a whole file's bytes) failing to decode at ``offset``."""
+        start = data.rfind(b"\n", 0, offset) + 1
+        return cls(path, data.count(b"\n", 0, offset) + 1, offset, data[offset],
+                   offset - start + 1)
 
 
 class UnknownNameError(InputError):

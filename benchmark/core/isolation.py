@@ -17,6 +17,12 @@ untouched, and the worker is killed when the explainer is done, threads and all.
 The reference explainers (modules under ``submissions.``) are this project's own
 code and run in-process by default (``isolation="auto"``): the worker costs a fork
 per explainer and a pickle round trip per batch (measured in the README).
+
+The time budget guards against a plugin that hangs; it is not a speed contest. So it
+applies to outside plugins only (a reference explainer's cost is known and measured,
+and integrated gradients on a long review legitimately takes minutes), and it scales
+with length: ``time_budget_s`` per example of up to ``BUDGET_TOKENS`` tokens, and as
+much again per ``BUDGET_TOKENS`` tokens of a longer one (``batch_limit``).
 """
 
 from __future__ import annotations
@@ -32,18 +38,43 @@ import torch
 
 from benchmark.core.api import Batch, ExplainableModel, Explainer, capabilities
 from benchmark.core.errors import InputError, PluginError
-from benchmark.core.validation import call_plugin, explain_checked, over_budget
+from benchmark.core.validation import call_plugin, deadline
 
 log = logging.getLogger(__name__)
 
 ISOLATION = ("auto", "process", "none")
 TRUSTED_PACKAGE = "submissions."  # the reference explainers
+BUDGET_TOKENS = 32  # the time budget covers an example of up to this many tokens
 _CLOSE_WAIT_S = 2.0
 
 
 def is_reference(explainer: Explainer) -> bool:
     """True for the project's own explainers (their class lives in ``submissions``)."""
     return type(explainer).__module__.startswith(TRUSTED_PACKAGE)
+
+
+def batch_limit(time_budget_s: float | None, batch: Batch) -> float | None:
+    """Seconds a batch may take: ``time_budget_s`` per example, counted once per
+    ``BUDGET_TOKENS`` tokens for a longer example (a 320-token review gets ten budgets),
+    since an explainer's cost grows with length.
+
+    >>> from benchmark.core.vocab import collate
+    >>> batch_limit(2.0, collate([[5] * 10, [5] * 64, [5] * 80], ["a", "b", "c"]))
+    11.0
+    """
+    if time_budget_s is None:
+        return None
+    units = torch.clamp(batch.lengths.double() / BUDGET_TOKENS, min=1.0).sum()
+    return time_budget_s * float(units)
+
+
+def over_budget(name: str, time_budget_s: float | None, batch: Batch) -> PluginError:
+    limit = batch_limit(time_budget_s, batch)
+    return PluginError(name, "explain", f"exceeded its time budget of {time_budget_s}s per "
+                       f"example ({limit:.3g}s for a batch of {len(batch)} examples with "
+                       f"{int(batch.lengths.sum())} tokens; an example of more than "
+                       f"{BUDGET_TOKENS} tokens gets it once per {BUDGET_TOKENS})",
+                       batch.example_ids)
 
 
 class InProcess:
@@ -54,8 +85,12 @@ class InProcess:
         self.explainer, self.model, self.time_budget_s = explainer, model, time_budget_s
 
     def explain(self, batch: Batch, target: torch.Tensor, *, seed: int) -> torch.Tensor:
-        return explain_checked(self.explainer, self.model, batch, target, seed=seed,
-                               time_budget_s=self.time_budget_s)
+        limit = batch_limit(self.time_budget_s, batch)
+        error = None if limit is None else over_budget(self.explainer.spec.name,
+                                                       self.time_budget_s, batch)
+        with deadline(limit, error):
+            return call_plugin(self.explainer, self.model, batch, target, seed=seed,
+                               time_limit=limit)
 
     def close(self) -> None:
         pass
@@ -82,7 +117,7 @@ class Worker:
     def explain(self, batch: Batch, target: torch.Tensor, *, seed: int) -> torch.Tensor:
         if self.process is None or not self.process.is_alive():
             self._start()
-        limit = None if self.time_budget_s is None else self.time_budget_s * len(batch)
+        limit = batch_limit(self.time_budget_s, batch)
         try:
             self.conn.send_bytes(pickle.dumps((batch, target, seed)))
             if not self.conn.poll(limit):
@@ -157,7 +192,8 @@ def check_isolation(isolation: str) -> None:
 @contextmanager
 def plugin_caller(explainer: Explainer, model: ExplainableModel, *,
                   time_budget_s: float | None, isolation: str = "auto"):
-    """The object whose ``explain(batch, target, seed=)`` every caller uses; closed after."""
+    """The object whose ``explain(batch, target, seed=)`` every caller uses; closed after.
+    A reference explainer runs without a time budget (module docstring)."""
     check_isolation(isolation)
     missing = explainer.spec.requires - capabilities(model)
     if missing:
@@ -171,7 +207,8 @@ def plugin_caller(explainer: Explainer, model: ExplainableModel, *,
         log.warning("%s: this platform cannot fork; running the plugin in-process",
                     explainer.spec.name)
         in_worker = False
-    caller = (Worker if in_worker else InProcess)(explainer, model, time_budget_s)
+    budget = None if is_reference(explainer) else time_budget_s
+    caller = (Worker if in_worker else InProcess)(explainer, model, budget)
     try:
         yield caller
     finally:

@@ -24,7 +24,7 @@ from pathlib import Path
 import jsonlines
 
 from benchmark.core.cache import atomic_write
-from benchmark.core.errors import DataFileError
+from benchmark.core.errors import DataFileError, NotUtf8Error
 
 SCHEMA_VERSION = 1
 
@@ -39,6 +39,9 @@ class ResultRecord:
     family: str
     direction: str
     split: str
+    # stats.Estimate.as_dict(): mean, CI, n (examples that define the metric), bootstrap
+    # settings, ``method`` and ``undefined`` (NaN examples left out); records written
+    # before the last two existed mean a percentile bootstrap and 0 (stats.BOOTSTRAP)
     estimate: dict
     per_example_file: str
     provenance: dict
@@ -147,12 +150,17 @@ def _repair_tail(path: Path) -> None:
 def read_jsonl(path: Path) -> list[dict]:
     """Complete lines of a JSON Lines file; a final line without newline is ignored.
 
-    A malformed complete line is an error naming the file and line.
+    A malformed complete line, or bytes that are not UTF-8, is an error naming the file
+    and line.
     """
     path = Path(path)
     if not path.exists():
         return []
-    text = path.read_text(encoding="utf-8")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotUtf8Error.at(path, data, exc.start) from None
     complete = text[: text.rfind("\n") + 1]
     with jsonlines.Reader(io.StringIO(complete)) as reader:
         try:
