@@ -18,8 +18,15 @@ sweep loses only the jobs in flight, and a finished one reruns as a report.
 Beside every point a row holds the original model's accuracy and probability drop on
 the same masked inputs (erasure without retraining) and the Mahalanobis AUROC of
 clean against masked test inputs on the original and on the retrained model
-(``metrics.ood``). The leakage check trains a model on the mask pattern alone
-(``metrics.masking.MaskPattern``) and compares it with one that sees only the length.
+(``metrics.ood``). Both detectors are fitted on *clean* validation inputs: for the
+original model that is its training distribution; the retrained model never saw clean
+inputs, so ``auroc_retrained`` says how differently it represents clean and masked
+inputs, not whether masked inputs are out of its own training distribution.
+
+The leakage check trains a model on the mask pattern alone
+(``metrics.masking.MaskPattern``) for the first ``leakage_seeds`` seeds and compares
+it, example by example, with a model that sees only the length and with the random
+mask's pattern model (``benchmark.roar_report.leakage_cells``).
 """
 
 from __future__ import annotations
@@ -31,7 +38,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tabulate import tabulate
 
 import submissions
 import tasks as task_registry
@@ -40,8 +46,8 @@ from benchmark.core.cache import atomic_write, cache_dir, content_hash
 from benchmark.core.errors import InputError
 from benchmark.core.executor import make_executor
 from benchmark.core.records import append_jsonl, read_jsonl
-from benchmark.core.stats import racu_bootstrap, two_level_bootstrap
 from benchmark.plan import RunConfig
+from benchmark.roar_report import ALL, CLEAN, LENGTH, RANDOM, report  # noqa: F401
 from benchmark.runner import resolve_explainer
 from benchmark.session import EvaluationSession, Explained, task_options
 from metrics.masking import MaskPattern, RandomMask, RecursiveMask, TopKMask
@@ -50,7 +56,6 @@ from metrics.ood import Mahalanobis, auroc, hidden_states
 log = logging.getLogger(__name__)
 
 RATIOS = (0.1, 0.3, 0.5, 0.7, 0.9)
-RANDOM, CLEAN, ALL, LENGTH = "random", "none", "all", "length"
 ROWS = "rows.jsonl"
 
 
@@ -59,7 +64,7 @@ class SweepConfig:
     ratios: tuple[float, ...] = RATIOS
     recursive: bool = False  # also the recursive curves (one more sweep per explainer)
     leakage: bool = True  # a mask-pattern model per (mask, ratio), first seeds only
-    leakage_seeds: int = 1
+    leakage_seeds: int = 3  # the paired test needs seeds to see retraining noise
     leakage_ratios: tuple[float, ...] | None = None  # None: every ratio
 
 
@@ -357,134 +362,3 @@ def _probs(prepared, examples) -> np.ndarray:
 
 def _majority(labels: np.ndarray) -> float:
     return float(np.bincount(labels).max() / len(labels))
-
-
-# -- report ------------------------------------------------------------------------------
-
-
-def report(rows: list[dict], *, fmt: str = "github") -> str:
-    """The curves with RACU, the shift diagnostics and the leakage check, per task."""
-    parts = []
-    for task in dict.fromkeys(r["task"] for r in rows):
-        mine = [r for r in rows if r["task"] == task]
-        parts.append(f"## ROAR on {task}\n")
-        for kind, title in (("roar", "ROAR"), ("recursive", "Recursive ROAR")):
-            table = _curve_table(mine, kind, fmt)
-            if table:
-                parts += [(f"{title}: accuracy of the retrained model on the masked test split, "
-                          "mean [95% CI over seeds and examples]; RACU [95% CI]\n"), table, ""]
-        for field, title in (
-                ("fixed_accuracy", "Original model (no retraining) on the same masked inputs: accuracy"),
-                ("fixed_drop", ("Original model: mean drop of p(predicted class) — erasure on a "
-                 "fixed model (the random row is diagnostic 1: shift alone)")),
-                ("auroc_original", "Mahalanobis AUROC, clean vs masked test inputs, original model"),
-                ("auroc_retrained", "Mahalanobis AUROC, clean vs masked test inputs, retrained model")):
-            table = _field_table(mine, field, fmt)
-            if table:
-                parts += [f"{title} (mean over seeds)\n", table, ""]
-        leak = _leakage_table(mine, fmt)
-        if leak:
-            parts += leak
-    return "\n".join(parts)
-
-
-def _ratios(rows) -> list[float]:
-    return sorted({r["ratio"] for r in rows if 0 < r["ratio"] < 1})
-
-
-def _matrix(rows: list[dict]) -> np.ndarray:
-    """(seeds, examples) correctness, seeds in order."""
-    return np.array([r["correct"] for r in sorted(rows, key=lambda r: r["seed"])], dtype=float)
-
-
-def _curve_table(rows: list[dict], kind: str, fmt: str) -> str | None:
-    """One row per mask: accuracy at each ratio, and RACU against the random curve
-    (random masking is the same for both kinds: it has no explainer to recur on)."""
-    own = {(r["mask"], r["ratio"], r["seed"]): r for r in rows if r["kind"] == kind}
-    if not own:
-        return None
-    roar = {(r["mask"], r["ratio"], r["seed"]): r for r in rows if r["kind"] == "roar"}
-    ratios = _ratios(own.values())
-    seeds = sorted({s for _, _, s in own})
-    masks = [RANDOM] + [m for m in dict.fromkeys(m for m, _, _ in own)
-                        if m not in (RANDOM, CLEAN, ALL)]
-
-    def curve(source: dict, mask: str) -> list[np.ndarray | None]:
-        out = []
-        for k in [0.0, *ratios, 1.0]:
-            mask_k = CLEAN if k == 0 else ALL if k == 1 else mask
-            got = [source.get((mask_k, k, s)) or roar.get((mask_k, k, s)) for s in seeds]
-            out.append(_matrix(got) if all(got) else None)
-        return out
-
-    def cell(e) -> str:
-        return f"{e.mean:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}]"
-
-    random_curve = curve(roar, RANDOM)
-    table = []
-    for mask in masks:
-        points = curve(roar if mask == RANDOM else own, mask)
-        cells = ["" if m is None else cell(two_level_bootstrap(m)) for m in points[1:-1]]
-        racu = ""
-        if mask != RANDOM and all(m is not None for m in points + random_curve):
-            racu = cell(racu_bootstrap([0.0, *ratios, 1.0], random_curve, points))
-        table.append([mask, *cells, racu])
-    footer = [f"{label}: {cell(two_level_bootstrap(m))}" for label, m in
-              (("0% (original models)", random_curve[0]), ("100% (all masked)", random_curve[-1]))
-              if m is not None]
-    footer.append(f"seeds {', '.join(map(str, seeds))}; "
-                  f"n = {next(iter(own.values()))['n']} test examples")
-    headers = ["mask", *(f"{k:.0%}" for k in ratios), "RACU ↑"]
-    return tabulate(table, headers, tablefmt=fmt) + "\n\n" + "; ".join(footer)
-
-
-def _field_table(rows: list[dict], field: str, fmt: str) -> str | None:
-    rows = [r for r in rows if r["kind"] == "roar" and r.get(field) is not None
-            and 0 < r["ratio"] < 1]
-    if not rows:
-        return None
-    ratios = _ratios(rows)
-    masks = list(dict.fromkeys(r["mask"] for r in sorted(rows, key=lambda r: r["mask"] != RANDOM)))
-    table = []
-    for mask in masks:
-        cells = []
-        for k in ratios:
-            got = [r[field] for r in rows if r["mask"] == mask and r["ratio"] == k]
-            cells.append(f"{np.mean(got):.3f}" if got else "")
-        table.append([mask, *cells])
-    return tabulate(table, ["mask", *(f"{k:.0%}" for k in ratios)], tablefmt=fmt)
-
-
-def _leakage_table(rows: list[dict], fmt: str) -> list[str]:
-    leak = [r for r in rows if r["kind"] == "leakage"]
-    length = [r for r in leak if r["mask"] == LENGTH]
-    leak = [r for r in leak if r["mask"] != LENGTH]
-    if not leak or not length:
-        return []
-    floor = max(float(np.mean([r["accuracy"] for r in length])), length[0]["majority"])
-    ratios = _ratios(leak)
-    table, leaking = [], []
-    for mask in dict.fromkeys(r["mask"] for r in sorted(leak, key=lambda r: r["mask"] != RANDOM)):
-        cells = []
-        for k in ratios:
-            got = [r for r in leak if r["mask"] == mask and r["ratio"] == k]
-            if not got:
-                cells.append("")
-                continue
-            e = two_level_bootstrap(_matrix(got))
-            flag = e.ci_low > floor
-            if flag:
-                leaking.append(f"{mask} at {k:.0%}")
-            cells.append(f"{e.mean:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}]{' LEAKS' if flag else ''}")
-        table.append([mask, *cells])
-    verdict = ("The mask pattern alone predicts the label above what length gives for: "
-               + ", ".join(leaking) + ". Their ROAR accuracy partly measures the mask, "
-               "not the missing evidence." if leaking else
-               "No mask pattern predicts the label better than length alone (CI lower bound).")
-    seeds = sorted({r["seed"] for r in leak})
-    return [(f"Leakage: accuracy of a model trained on the mask pattern only (which positions "
-            f"were masked, no words; seeds {', '.join(map(str, seeds))}); majority class "
-            f"{length[0]['majority']:.3f}, length-only model "
-            f"{np.mean([r['accuracy'] for r in length]):.3f}\n"),
-            tabulate(table, ["mask", *(f"{k:.0%}" for k in ratios)], tablefmt=fmt),
-            "", verdict, ""]

@@ -1,25 +1,26 @@
-"""Compare two entries example by example: a paired sign-flip test, Holm-corrected.
+"""Compare two entries example by example: a paired test, Holm-corrected.
 
 Values are joined on (task, model seed, example id), so only examples both entries
-scored count, and with several seeds only the examples scored under every shared seed.
-Per (task, metric):
+define count (an example where either leaves the metric undefined, NaN, is left out
+and counted in ``undefined``), and with several seeds only the examples defined under
+every shared seed; ``n`` is how many are compared. Per (task, metric):
 
-- ``p_value``: ``benchmark.core.stats.sign_flip_test`` on the per-example values
-  averaged over the shared seeds. It tests the difference on these examples,
-  conditional on these model checkpoints; exact when 2^n fits the resample budget.
-- the CI of ``diff`` = mean(a) - mean(b): with several seeds a two-level bootstrap
-  (seeds, then examples) of the (seeds x examples) matrix of a - b, so it also covers
-  retraining; with one seed the bootstrap over examples.
+- one model seed: ``p_value`` from ``benchmark.core.stats.sign_flip_test`` on the
+  per-example differences (exact when 2^n fits the resample budget), conditional on
+  the checkpoint; the CI of ``diff`` = mean(a) - mean(b) is the bootstrap over examples.
+- several seeds (both entries explain the same checkpoints): ``paired_seed_test`` on
+  the (seeds x examples) matrix of a - b, a t over the seed means plus the example
+  variance, which also covers retraining; its p is below alpha exactly when its CI
+  excludes 0.
 - ``p_holm``: Holm's correction across every row one ``compare`` call returns (all
   tasks x metrics), since a reader scans them all for a winner. ``better`` reads
   ``diff`` through the metric's direction, and only when p_holm < alpha *and* the CI
-  of ``diff`` excludes 0: the test conditions on the checkpoints, the two-level CI
-  also covers retraining, and a winner must survive both.
+  of ``diff`` excludes 0.
 
 A corpus-level metric (AER-like, a record with an ``aggregation``) is compared on its
-per-example statistics instead: approximate randomization (swap each example's
-statistics between the entries) and a two-level bootstrap of the difference of the
-re-aggregated values.
+per-example statistics instead: with one seed approximate randomization (swap each
+example's statistics between the entries) and a bootstrap of the difference of the
+re-aggregated values; with several, ``paired_seed_test`` on linearized statistics.
 """
 
 from __future__ import annotations
@@ -30,15 +31,16 @@ from benchmark.core.errors import InputError
 from benchmark.core.names import FAMILIES
 from benchmark.core.stats import (
     ALPHA,
+    BOOTSTRAP,
     Aggregation,
     holm,
     paired_corpus_test,
+    paired_seed_test,
     settings_of,
     sign_flip_test,
-    two_level_bootstrap,
 )
 from leaderboard.entry import Entry
-from leaderboard.rank import matches, seed_matrix
+from leaderboard.rank import matches, scored_count, seed_matrix
 from leaderboard.suite import require_same_suite, short_name
 
 NO_DIFFERENCE = "no significant difference"
@@ -48,8 +50,9 @@ def compare(
     a: Entry, b: Entry, *, task: str | None = None, metric: str | None = None
 ) -> list[dict]:
     """One row per (task, metric) both entries have: task, family, metric, metric_name,
-    direction, a, b, a_entry, b_entry, n, model_seeds, n_seeds, mean_a, mean_b, diff,
-    ci_low, ci_high, ci_method, p_value, p_holm, test, confidence, better, better_entry.
+    direction, a, b, a_entry, b_entry, n, undefined, model_seeds, n_seeds, mean_a, mean_b,
+    diff, ci_low, ci_high, ci_method, p_value, p_holm, test, confidence, better,
+    better_entry.
 
     ``p_holm`` is adjusted over the rows of this call, so narrowing ``task`` or
     ``metric`` changes it."""
@@ -117,20 +120,19 @@ def _compare_one(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
             "values); a paired comparison needs the same examples"
         )
     settings = settings_of(rec["estimate"])
-    d = sign_flip_test([xa[i] for i in ids], [xb[i] for i in ids], **settings)
-    lo, hi, ci_method = d.ci_low, d.ci_high, "bootstrap over examples"
-    if len(seeds) > 1:
-        diff_matrix = [[x - y for x, y in zip(ra, rb)] for ra, rb in zip(ma, mb)]  # (S, N)
-        two = two_level_bootstrap(diff_matrix, **settings)
-        lo, hi, ci_method = two.ci_low, two.ci_high, "two-level bootstrap"
-    return _row(a, b, task, metric, rec, d, seeds, ci=(lo, hi, ci_method),
+    if len(seeds) > 1:  # seed-aware: the same checkpoints under a and b, rows paired
+        d = paired_seed_test(ma, mb, alpha=settings["alpha"])
+    else:
+        d = sign_flip_test([xa[i] for i in ids], [xb[i] for i in ids], **settings)
+    return _row(a, b, task, metric, rec, d, seeds,
                 means=(math.fsum(xa.values()) / len(xa), math.fsum(xb.values()) / len(xb)))
 
 
 def _compare_corpus(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
-    """A corpus-level metric: approximate randomization over the examples' statistics
-    (``benchmark.core.stats.paired_corpus_test``), on the examples both entries scored
-    under every shared seed; its CI is the two-level bootstrap of the difference."""
+    """A corpus-level metric, on the examples both entries scored under every shared
+    seed: one seed, approximate randomization over the examples' statistics
+    (``benchmark.core.stats.paired_corpus_test``); several, ``paired_seed_test`` on
+    their linearized statistics."""
     sa, sb = a.stats(task, metric), b.stats(task, metric)
     shared = sa.keys() & sb.keys()
     seeds = sorted({seed for seed, _ in shared})
@@ -142,16 +144,19 @@ def _compare_corpus(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> di
             f"{metric!r}; a paired comparison needs the same examples"
         )
     agg = Aggregation.from_dict(rec["aggregation"])
-    d = paired_corpus_test(ca, cb, agg, **settings_of(rec["estimate"]))
+    settings = settings_of(rec["estimate"])
+    if len(seeds) > 1:
+        d = paired_seed_test(ca, cb, agg, alpha=settings["alpha"])
+    else:
+        d = paired_corpus_test(ca, cb, agg, **settings)
     mean_a = math.fsum(float(agg([math.fsum(c) for c in zip(*row)])) for row in ca) / len(seeds)
     mean_b = math.fsum(float(agg([math.fsum(c) for c in zip(*row)])) for row in cb) / len(seeds)
-    method = "two-level bootstrap" if len(seeds) > 1 else "bootstrap over examples"
-    return _row(a, b, task, metric, rec, d, seeds, ci=(d.ci_low, d.ci_high, method),
-                means=(mean_a, mean_b))
+    return _row(a, b, task, metric, rec, d, seeds, means=(mean_a, mean_b))
 
 
-def _row(a: Entry, b: Entry, task: str, metric: str, rec: dict, d, seeds, *, ci, means) -> dict:
-    lo, hi, ci_method = ci
+def _row(a: Entry, b: Entry, task: str, metric: str, rec: dict, d, seeds, *, means) -> dict:
+    scored = max(scored_count([r for r in e.results if (r["task"], r["metric"]) == (task, metric)
+                               and r["model_seed"] in seeds]) for e in (a, b))
     return {
         "task": task,
         "family": rec["family"],
@@ -163,14 +168,15 @@ def _row(a: Entry, b: Entry, task: str, metric: str, rec: dict, d, seeds, *, ci,
         "a_entry": a.entry_id,
         "b_entry": b.entry_id,
         "n": d.n,
+        "undefined": scored - d.n,
         "model_seeds": seeds,
         "n_seeds": len(seeds),
         "mean_a": means[0],
         "mean_b": means[1],
         "diff": d.diff,
-        "ci_low": lo,
-        "ci_high": hi,
-        "ci_method": ci_method,
+        "ci_low": d.ci_low,
+        "ci_high": d.ci_high,
+        "ci_method": BOOTSTRAP if len(seeds) == 1 else d.test,
         "p_value": d.p_value,
         "p_holm": None,  # set by compare, over all its rows
         "test": d.test,

@@ -8,10 +8,13 @@
                            explainer_spec, submitter, notes, created_at, faithbench_versions,
                            git_commits, suite
 
-``suite`` maps each task id to {"split", "model_seeds", "checkpoints" (aligned with the
-seeds), "data_fingerprint", "n"}. ``entry_id`` is the content hash of (explainer id,
-suite), so re-submitting the same explainer on the same suite replaces the entry rather
-than adding a second one. The folder is built under a dot-name and renamed into place;
+``suite`` maps each task id to {"split", "examples" (all, first N, or N at random with
+a seed), "model_seeds", "checkpoints" (aligned with the seeds), "data_fingerprint",
+"n"}. ``entry_id`` is the content hash of (explainer id, suite), so re-submitting the
+same explainer on the same suite replaces the entry rather than adding a second one;
+an entry of the same explainer on a subset of the same tasks (an earlier run on other
+examples, seeds or checkpoints) is superseded and removed, so the board holds one
+entry per explainer there. The folder is built under a dot-name and renamed into place;
 readers skip dot-folders and folders without ``header.json``, so a killed write is never
 read as an entry.
 """
@@ -145,9 +148,35 @@ def write_entry(
         write_jsonl_atomic(tmp / "per_example.jsonl", rows)
         text = json.dumps(header, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
         atomic_write(tmp / "header.json", lambda p: Path(p).write_text(text, encoding="utf-8"))
-        return _move_into_place(tmp, root / entry_id)
+        final = _move_into_place(tmp, root / entry_id)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    for old in superseded(root, explainer, set(suite), entry_id):
+        _remove(old)
+    return final
+
+
+def superseded(root: Path, explainer: str, tasks: set, keep: str) -> list[Path]:
+    """Folders of ``explainer``'s other entries whose tasks are all among ``tasks``:
+    a newer entry replaces them (a re-submission on other examples or checkpoints)."""
+    out = []
+    for folder in sorted(root.iterdir()):
+        if folder.name == keep or folder.name.startswith(".") or not folder.is_dir():
+            continue
+        try:
+            header = _read_header(folder / "header.json")
+        except (OSError, InputError):
+            continue  # not a complete entry: read_entries skips it too
+        if header["explainer"] == explainer and set(header["suite"]) <= tasks:
+            out.append(folder)
+    return out
+
+
+def _remove(folder: Path) -> None:
+    # renamed to a dot-name first, so no reader sees half an entry
+    gone = folder.with_name(f".old-{folder.name}-{uuid.uuid4().hex[:8]}")
+    os.rename(folder, gone)
+    shutil.rmtree(gone, ignore_errors=True)
 
 
 def _move_into_place(tmp: Path, final: Path) -> Path:

@@ -7,12 +7,15 @@ interval overlaps that of the entry listed just above it is marked
 ``leaderboard.compare`` (a paired sign-flip test on the same examples, Holm-corrected).
 
 With one model seed a row is the stored estimate. With several, the row's mean and CI
-come from ``benchmark.core.stats.two_level_bootstrap`` over the (seeds x examples)
-matrix of the examples scored under every seed, with the records' own bootstrap
-settings: seeds are resampled, then examples, so the CI also covers retraining the
-model. A corpus-level metric (a record with an ``aggregation``) is resampled the same
-way from its per-example statistics (``corpus_bootstrap``): the mean of the per-seed
-corpus values, each re-aggregated from resampled sums. ``seed_sd``, ``seed_min`` and ``seed_max`` describe the per-seed means.
+come from ``benchmark.core.stats.seed_estimate`` over the (seeds x examples) matrix of
+the examples defined under every seed: a t over the seed means (S - 1 df) plus the
+example variance, so the CI also covers retraining the model (a bootstrap over 3 seeds
+cannot). A corpus-level metric (a record with an ``aggregation``) gets the same
+interval from its per-example statistics (``corpus_estimate``), around the mean of the
+per-seed corpus values. ``ci_method`` names the interval; ``seed_sd``, ``seed_min`` and
+``seed_max`` describe the per-seed means. ``undefined`` counts the examples left out
+because the metric is undefined on them (NaN, e.g. ``taucorr_loo`` on a constant score
+vector) under some seed; n counts the rest.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ from benchmark.core.errors import DataFileError, InputError
 from benchmark.core.names import DIRECTIONS, FAMILIES
 from benchmark.core.stats import (
     ALPHA,
+    BOOTSTRAP,
     Aggregation,
-    corpus_bootstrap,
+    corpus_estimate,
+    seed_estimate,
     settings_of,
-    two_level_bootstrap,
 )
 from leaderboard.entry import Entry
 from leaderboard.suite import require_same_suite, short_name
@@ -54,8 +58,8 @@ def rank(
     ``task`` and ``metric`` are canonical ids or short names; ``family`` is
     "faithfulness" or "plausibility". Rows carry task, family, metric, metric_name,
     direction, rank, overlaps_above, entry_id, explainer, explainer_name, mean,
-    ci_low, ci_high, n, confidence, model_seeds, n_seeds, seed_sd, seed_min, seed_max
-    (one seed: n_seeds 1, seed_sd 0.0, seed_min = seed_max = mean).
+    ci_low, ci_high, ci_method, n, undefined, confidence, model_seeds, n_seeds, seed_sd,
+    seed_min, seed_max (one seed: n_seeds 1, seed_sd 0.0, seed_min = seed_max = mean).
     """
     if family is not None and family not in FAMILIES:
         raise InputError(f"unknown family {family!r}; choose from {', '.join(FAMILIES)}")
@@ -117,10 +121,21 @@ def seed_matrix(
     return ids, [[values[(s, i)] for i in ids] for s in seeds]
 
 
+def scored_count(recs: list[dict]) -> int:
+    """How many examples the records scored, defined or not (the most of any seed);
+    old records without ``undefined`` defined every example they scored.
+
+    >>> scored_count([{"estimate": {"n": 8, "undefined": 2}}, {"estimate": {"n": 9}}])
+    10
+    """
+    return max(int(r["estimate"]["n"]) + int(r["estimate"].get("undefined", 0)) for r in recs)
+
+
 def _score(e: Entry, task: str, metric: str, recs: list[dict]) -> dict:
     seeds = [r["model_seed"] for r in recs]
     est = recs[0]["estimate"]
     confidence = est.get("confidence", 1 - ALPHA)
+    method = est.get("method", BOOTSTRAP)
     if len(recs) == 1:
         mean, lo, hi, n = est["mean"], est["ci_low"], est["ci_high"], est["n"]
         spread = {"n_seeds": 1, "seed_sd": 0.0, "seed_min": float(mean), "seed_max": float(mean)}
@@ -136,11 +151,11 @@ def _score(e: Entry, task: str, metric: str, recs: list[dict]) -> dict:
                 f"no example has values under every model seed {seeds} for "
                 f"task {task!r}, metric {metric!r}",
             )
-        if corpus is not None:  # (S, N, K) statistics, re-aggregated per resample
-            b = corpus_bootstrap(matrix, Aggregation.from_dict(corpus), **settings_of(est))
+        if corpus is not None:  # (S, N, K) statistics, linearized
+            b = corpus_estimate(matrix, Aggregation.from_dict(corpus), **settings_of(est))
         else:
-            b = two_level_bootstrap(matrix, **settings_of(est))
-        mean, lo, hi, n = b.mean, b.ci_low, b.ci_high, b.n
+            b = seed_estimate(matrix, **settings_of(est))
+        mean, lo, hi, n, method = b.mean, b.ci_low, b.ci_high, b.n, b.method
         spread = {
             "n_seeds": b.n_seeds,
             "seed_sd": b.seed_sd,
@@ -154,7 +169,9 @@ def _score(e: Entry, task: str, metric: str, recs: list[dict]) -> dict:
         "mean": float(mean),
         "ci_low": float(lo),
         "ci_high": float(hi),
+        "ci_method": method,
         "n": int(n),
+        "undefined": scored_count(recs) - int(n),
         "confidence": float(confidence),
         "model_seeds": seeds,
         **spread,

@@ -1,10 +1,11 @@
 """Text views of rankings and comparisons: terminal table, Markdown, CSV.
 
 Tables show numbers to 3 decimals, as "mean [low, high]" with n beside them, and with
-several model seeds "mean [low, high] s min–max", the range of the per-seed means. CSV
-keeps full precision in separate columns, so it reads back to the same numbers. Every
-table ends with notes that say how its intervals and p-values were computed, and that
-CI overlap on a leaderboard is no significance test.
+several model seeds "mean [low, high] s min–max", the range of the per-seed means.
+Where the metric is undefined on some examples (NaN, left out of n and the mean), n
+reads "n (+k undefined)". CSV keeps full precision in separate columns, so it reads
+back to the same numbers. Every table ends with notes that say how its intervals and
+p-values were computed, and that CI overlap on a leaderboard is no significance test.
 """
 
 from __future__ import annotations
@@ -42,7 +43,26 @@ OVERLAP_IS_NO_TEST = (
     "use `faithbench compare A B` (paired sign-flip test, Holm-corrected)."
 )
 SEED_COLS = ("n_seeds", "seed_sd", "seed_min", "seed_max")
-MATRIX_COLS = ("mean", "ci_low", "ci_high", "n", *SEED_COLS)
+MATRIX_COLS = ("mean", "ci_low", "ci_high", "n", "undefined", *SEED_COLS)
+# rows written before intervals named their method: one seed, a percentile bootstrap
+DEFAULT_METHOD = "percentile bootstrap over examples"
+UNDEFINED_NOTE = ("+k undefined: k examples left out of n and the mean, where the metric "
+                  "is undefined (NaN, e.g. a constant score vector) under some seed or "
+                  "for either entry.")
+
+
+def n_cell(row: dict) -> str:
+    """n, and the examples left out as undefined where there are any.
+
+    >>> n_cell({"n": 198, "undefined": 2}), n_cell({"n": 200})
+    ('198 (+2 undefined)', '200')
+    """
+    k = row.get("undefined", 0)
+    return f"{row['n']} (+{k} undefined)" if k else str(row["n"])
+
+
+def undefined_note(rows: list[dict]) -> list[str]:
+    return [UNDEFINED_NOTE] if any(r.get("undefined", 0) for r in rows) else []
 
 
 def cell(mean: float, low: float, high: float) -> str:
@@ -66,24 +86,23 @@ def seed_cell(row: dict) -> str:
 
 
 def seed_note(rows: list[dict]) -> list[str]:
-    """The note that explains the seed range, where some row has several seeds.
+    """The note that explains the seed range and how the CIs with several seeds were
+    computed (each row's ``ci_method``), where some row has several seeds.
 
-    >>> print(*seed_note([{"n_seeds": 3}, {"n_seeds": 1}]))
-    CI: two-level bootstrap over model seeds and examples; \
+    >>> print(*seed_note([{"n_seeds": 3, "ci_method": "t over seed means (S-1 df) + "
+    ...                    "example variance"}, {"n_seeds": 1}]))
+    CI with several seeds: t over seed means (S-1 df) + example variance; \
 s: range of the per-seed means over 3 seeds
     >>> seed_note([{"n_seeds": 1}])
     []
     """
-    counts = sorted({r["n_seeds"] for r in rows if r["n_seeds"] > 1})
-    if not counts:
+    seeded = [r for r in rows if r["n_seeds"] > 1]
+    if not seeded:
         return []
+    counts = sorted({r["n_seeds"] for r in seeded})
     over = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
-    return [
-        (
-            "CI: two-level bootstrap over model seeds and examples; "
-            f"s: range of the per-seed means over {over} seeds"
-        )
-    ]
+    methods = "; ".join(sorted({r.get("ci_method", DEFAULT_METHOD) for r in seeded}))
+    return [f"CI with several seeds: {methods}; s: range of the per-seed means over {over} seeds"]
 
 
 def render_leaderboard(rows: list[dict], fmt: str = "table") -> str:
@@ -102,7 +121,9 @@ def render_leaderboard(rows: list[dict], fmt: str = "table") -> str:
             "mean",
             "ci_low",
             "ci_high",
+            "ci_method",
             "n",
+            "undefined",
             "confidence",
             *SEED_COLS,
         ]
@@ -119,7 +140,9 @@ def render_leaderboard(rows: list[dict], fmt: str = "table") -> str:
                 r["mean"],
                 r["ci_low"],
                 r["ci_high"],
+                r.get("ci_method", DEFAULT_METHOD),
                 r["n"],
+                r.get("undefined", 0),
                 r["confidence"],
                 *(r[c] for c in SEED_COLS),
             ]
@@ -136,14 +159,14 @@ def render_leaderboard(rows: list[dict], fmt: str = "table") -> str:
             f"{r['rank']} {OVERLAP}" if r["overlaps_above"] else str(r["rank"]),
             r["explainer"],
             seed_cell(r),
-            str(r["n"]),
+            n_cell(r),
         ]
         for r in rows
     ]
     notes = []
     if any(r["overlaps_above"] for r in rows):
         notes.append(f"{OVERLAP}: its CI overlaps that of the entry listed just above it.")
-    notes += seed_note(rows) + [OVERLAP_IS_NO_TEST]
+    notes += seed_note(rows) + undefined_note(rows) + [OVERLAP_IS_NO_TEST]
     return _text(headers, body, fmt, "lllrllr", notes)
 
 
@@ -200,7 +223,8 @@ def render_matrix(
             line = [info[e]["explainer"], e]
             for m in metrics:
                 r = cells.get((e, m))
-                line += [r[c] for c in MATRIX_COLS] if r else [""] * len(MATRIX_COLS)
+                line += ([r.get(c, 0) if c == "undefined" else r[c] for c in MATRIX_COLS]
+                         if r else [""] * len(MATRIX_COLS))
             body.append(line)
         return _csv(cols, body)
     labels = _metric_labels(metrics)
@@ -211,7 +235,7 @@ def render_matrix(
         n = str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
         body.append(
             [info[e]["explainer"], n]
-            + [seed_cell(cells[(e, m)]) if (e, m) in cells else MISSING for m in metrics]
+            + [_matrix_cell(cells[(e, m)]) if (e, m) in cells else MISSING for m in metrics]
         )
     seeds = " s min–max" if any(r["n_seeds"] > 1 for r in rows) else ""
     note = f"{tasks[0]}; sorted by {heads[key]}; cells: mean [{_ci(rows)}]{seeds}"
@@ -220,8 +244,14 @@ def render_matrix(
         body,
         fmt,
         "lr" + "r" * len(metrics),
-        [note, *seed_note(rows), OVERLAP_IS_NO_TEST],
+        [note, *seed_note(rows), *undefined_note(rows), OVERLAP_IS_NO_TEST],
     )
+
+
+def _matrix_cell(row: dict) -> str:
+    """A matrix cell: the n column holds every metric's n, so the undefined go here."""
+    k = row.get("undefined", 0)
+    return seed_cell(row) + (f" (+{k} undefined)" if k else "")
 
 
 def render_comparison(rows: list[dict], fmt: str = "table") -> str:
@@ -239,6 +269,7 @@ def render_comparison(rows: list[dict], fmt: str = "table") -> str:
             "a_entry",
             "b_entry",
             "n",
+            "undefined",
             "mean_a",
             "mean_b",
             "diff",
@@ -251,14 +282,15 @@ def render_comparison(rows: list[dict], fmt: str = "table") -> str:
             "test",
             "better",
         ]
-        return _csv(cols, [[r[c] for c in cols] for r in rows])
+        return _csv(cols, [[r.get(c, 0) if c == "undefined" else r[c] for c in cols]
+                           for r in rows])
     labels = _metric_labels([r["metric"] for r in rows])
     headers = ["task", "metric", "n", "A", "B", f"A − B [{_ci(rows)}]", "p", "p (Holm)", "better"]
     body = [
         [
             r["task"],
             f"{labels[r['metric']]} {ARROWS[r['direction']]}",
-            str(r["n"]),
+            n_cell(r),
             num(r["mean_a"]),
             num(r["mean_b"]),
             cell(r["diff"], r["ci_low"], r["ci_high"]),
@@ -270,7 +302,7 @@ def render_comparison(rows: list[dict], fmt: str = "table") -> str:
     ]
     pairs = sorted({(r["a"], r["a_entry"], r["b"], r["b_entry"]) for r in rows})
     notes = [f"A = {a} (entry {ae}); B = {b} (entry {be})" for a, ae, b, be in pairs]
-    notes.append(comparison_note(rows))
+    notes += [comparison_note(rows), *undefined_note(rows)]
     return _text(headers, body, fmt, "llrrrrrrl", notes)
 
 
@@ -279,42 +311,49 @@ def comparison_note(rows: list[dict]) -> str:
 
     >>> print(comparison_note([{"test": "sign-flip exact", "n_seeds": 1,
     ...                         "confidence": 0.95}] * 2))
-    p: paired two-sided sign-flip test (exact) of mean(A − B) = 0 on the shared examples,
-    values averaged over the shared model seeds (conditional on these checkpoints);
-    p (Holm): Holm–Bonferroni over the 2 rows; better: named only where p (Holm) < 0.05
-    and the CI of A − B excludes 0. CI of A − B: bootstrap over examples.
-    >>> print(comparison_note([{"test": "swap exact", "n_seeds": 2, "confidence": 0.95}]))
-    p: approximate randomization (exact): each shared example's statistics swapped between
-    A and B, the corpus values re-aggregated (conditional on these checkpoints); p (Holm):
-    Holm–Bonferroni over the 1 row; better: named only where p (Holm) < 0.05 and the CI of
-    A − B excludes 0. CI of A − B: two-level bootstrap over model seeds and examples
-    (several seeds).
+    p: paired two-sided sign-flip test (exact) of mean(A − B) = 0 on the shared examples
+    (conditional on the model checkpoint); p (Holm): Holm–Bonferroni over the 2 rows;
+    better: named only where p (Holm) < 0.05 and the CI of A − B excludes 0. CI of A − B:
+    bootstrap over examples.
+    >>> print(comparison_note([{"test": "t over seed means (S-1 df) + example variance",
+    ...                         "n_seeds": 3, "confidence": 0.95}]))
+    p: with several model seeds, t over seed means (S-1 df) + example variance of the
+    (seeds × examples) differences A − B, which also covers retraining (p < alpha exactly
+    where its CI excludes 0); p (Holm): Holm–Bonferroni over the 1 row; better: named only
+    where p (Holm) < 0.05 and the CI of A − B excludes 0. CI of A − B: t over seed means
+    (S-1 df) + example variance (several seeds).
     """
     flips = [r for r in rows if r["test"].startswith("sign-flip")]
     swaps = [r for r in rows if r["test"].startswith("swap")]
+    seeded = [r for r in rows if r["n_seeds"] > 1]
     kinds = sorted({r["test"].removeprefix("sign-flip ") for r in flips})
     alphas = sorted({round(1 - r["confidence"], 6) for r in rows})
     alpha = f"{alphas[0]:g}" if len(alphas) == 1 else "1 − CI level"
     methods = []
     if any(r["n_seeds"] == 1 for r in rows):
         methods.append("bootstrap over examples")
-    if any(r["n_seeds"] > 1 for r in rows):
-        methods.append("two-level bootstrap over model seeds and examples (several seeds)")
+    methods += [f"{m} (several seeds)" for m in sorted({r.get("ci_method", r["test"])
+                                                        for r in seeded})]
     plural = "" if len(rows) == 1 else "s"
     tests = []
     if flips:
         tests.append(f"paired two-sided sign-flip test ({', '.join(kinds)}) of mean(A − B) = 0 "
-                     "on the shared examples, values averaged over the shared model seeds")
+                     "on the shared examples")
     if swaps:
         swap_kinds = sorted({r["test"].removeprefix("swap ") for r in swaps})
         tests.append(f"{'for corpus-level metrics, ' if flips else ''}approximate "
                      f"randomization ({', '.join(swap_kinds)}): each shared example's statistics "
                      "swapped between A and B, the corpus values re-aggregated")
+    one_seed = "; ".join(tests) + " (conditional on the model checkpoint)" if tests else ""
+    several = ""
+    if seeded:
+        several = (f"with several model seeds, {'; '.join(sorted({r['test'] for r in seeded}))}"
+                   " of the (seeds × examples) differences A − B, which also covers retraining "
+                   "(p < alpha exactly where its CI excludes 0)")
     return (
-        f"p: {'; '.join(tests)} (conditional on these "
-        f"checkpoints); p (Holm): Holm–Bonferroni over the {len(rows)} row{plural}; better: named "
-        f"only where p (Holm) < {alpha} and the CI of A − B excludes 0. CI of A − B: "
-        f"{'; '.join(methods)}."
+        f"p: {'; '.join(t for t in (one_seed, several) if t)}; p (Holm): Holm–Bonferroni over "
+        f"the {len(rows)} row{plural}; better: named only where p (Holm) < {alpha} and the CI "
+        f"of A − B excludes 0. CI of A − B: {'; '.join(methods)}."
     )
 
 

@@ -2,10 +2,13 @@
 
 Before an entry is written its records are checked (one explainer, each result backed
 by exactly its n per-example values with the same mean) and its suite is derived from
-them: per task the split, the model seeds with their checkpoints, the data fingerprint
-and n. Two entries compare on a task only when split, data and checkpoints match; an
-entry no model produced (checkpoint ``MODEL_FREE``: alignments scored from a file)
-needs only split and data to match.
+them: per task the split, which examples of it (``examples``: all, the first N, or N
+drawn at random with a seed), the model seeds with their checkpoints, the data
+fingerprint and n. Two entries compare on a task only when split, examples, data and
+checkpoints match; an entry no model produced (checkpoint ``MODEL_FREE``: alignments
+scored from a file) needs only split, examples and data to match. An entry that does
+not record its examples (written before they were recorded, or scored from a file)
+is not checked on them.
 """
 
 from __future__ import annotations
@@ -159,7 +162,8 @@ def _finite_number(value) -> bool:
 
 
 def derive_suite(records: list[ResultRecord]) -> dict:
-    """task id -> {split, model_seeds, checkpoints, data_fingerprint, n} of these results."""
+    """task id -> {split, examples, model_seeds, checkpoints, data_fingerprint, n} of these
+    results (``examples`` only where the records say how the run chose them)."""
     by_task: dict[str, list[ResultRecord]] = defaultdict(list)
     for r in records:
         by_task[r.task].append(r)
@@ -182,9 +186,33 @@ def derive_suite(records: list[ResultRecord]) -> dict:
             "data_fingerprint": _only(
                 task, "data_fingerprint", {r.provenance["data_fingerprint"] for r in recs}
             ),
-            "n": max(int(r.estimate["n"]) for r in recs),
+            "n": max(int(r.estimate["n"]) + int(r.estimate.get("undefined", 0)) for r in recs),
         }
+        chosen = {_examples(r) for r in recs}
+        if chosen != {None}:
+            suite[task]["examples"] = _only(task, "examples", chosen)
     return suite
+
+
+def selection_label(run: dict) -> str:
+    """How a run (``RunConfig.as_dict()``, as records carry it) chose the examples
+    of its split: the ``examples`` of a suite.
+
+    >>> selection_label({"limit": 300}), selection_label({"sample": 300, "sample_seed": 0})
+    ('first 300', 'random 300 (seed 0)')
+    >>> selection_label({"limit": None})
+    'all'
+    """
+    if run.get("sample") is not None:
+        return f"random {run['sample']} (seed {run.get('sample_seed', 0)})"
+    return "all" if run.get("limit") is None else f"first {run['limit']}"
+
+
+def _examples(record: ResultRecord) -> str | None:
+    """How the record's run chose the examples of its split (``selection_label``);
+    None where the record does not say (no run configuration: scored from a file)."""
+    run = record.provenance.get("config", {}).get("run")
+    return None if run is None else selection_label(run)
 
 
 def _only(task: str, field: str, values: set):
@@ -202,6 +230,9 @@ def suite_differences(a, b, task: str) -> list[str]:
     if sa is None or sb is None:
         return [f"task {task!r} is missing from {(a if sa is None else b).label}"]
     diffs = [f"{f} {sa[f]!r} vs {sb[f]!r}" for f in ("split", "data_fingerprint") if sa[f] != sb[f]]
+    ea, eb = sa.get("examples"), sb.get("examples")
+    if ea is not None and eb is not None and ea != eb:  # None: an entry that does not say
+        diffs.append(f"examples {ea!r} vs {eb!r}")
     ca, cb = (
         dict(zip(sa["model_seeds"], sa["checkpoints"])),
         dict(zip(sb["model_seeds"], sb["checkpoints"])),
@@ -220,5 +251,5 @@ def require_same_suite(a, b, task: str) -> None:
         raise InputError(
             f"entries {a.label} and {b.label} were not scored on the same suite "
             f"for task {task!r}: {'; '.join(diffs)}. Only entries with the same "
-            "split, data and checkpoints can be compared."
+            "split, examples, data and checkpoints can be compared."
         )

@@ -4,6 +4,13 @@ representation (the input of its output layer): a Mahalanobis detector (Lee et a
 AUROC of its distances, clean test examples against masked ones. 0.5: the model
 cannot tell masked inputs from clean ones; 1.0: every masked input lies farther out
 than every clean one, so an erasure metric on that model measures the shift too.
+
+The detector is always fitted on clean inputs. For a model trained on clean data
+(the original ROAR model) that is its training distribution, so the AUROC measures how
+far masked inputs fall off it. A ROAR-retrained model was trained on masked data and
+never saw clean inputs: there the same AUROC (``auroc_retrained``) measures how
+differently the model represents clean and masked inputs, measured from the clean
+cloud, not whether masked inputs are out of its own training distribution.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import pytest
 import leaderboard.entry as entry_module
 from benchmark.core.cache import content_hash
 from benchmark.core.errors import DataFileError, InputError, UnknownNameError
-from benchmark.core.stats import bootstrap, two_level_bootstrap
+from benchmark.core.stats import SEED_T, bootstrap
 from leaderboard import (
     compare,
     find_entry,
@@ -197,8 +197,8 @@ def seeded_entry(root, explainer, per_seed, *, metric=COMP):
     return read_entry(write_entry(root, explainer_spec=spec, results=results, per_example=rows))
 
 
-def test_rank_bootstraps_seeds_then_examples(tmp_path):
-    # seed 0: ex0..ex2 = 1, 2, 3; seed 1: 3, 4, 5 and an ex3 seed 0 lacks -> dropped.
+def test_rank_ci_over_seeds_and_examples(tmp_path):
+    # seed 0: ex0..ex2 = 1, 2, 3; seed 1: 3, 4, 5 and an ex3 seed 0 lacks -> left out.
     e = seeded_entry(tmp_path, ATT, {0: [1.0, 2.0, 3.0], 1: [3.0, 4.0, 5.0, 9.0]})
     (row,) = rank([e])
     assert (row["mean"], row["n"], row["model_seeds"]) == (3.0, 3, [0, 1])
@@ -209,16 +209,23 @@ def test_rank_bootstraps_seeds_then_examples(tmp_path):
         2.0,
         4.0,
     )
-    expected = two_level_bootstrap([[1.0, 2.0, 3.0], [3.0, 4.0, 5.0]])
-    assert (row["ci_low"], row["ci_high"]) == (expected.ci_low, expected.ci_high)
+    # t over the seed means: v_seed = var(2, 4) / 2 = 1 on 1 df; the example means 2, 3, 4
+    # (variance 1, no interaction) add v_example = 1/3 on 2 df; t tables 12.706, 4.303
+    half = math.hypot(12.706204736174698, 4.302652729749464 / math.sqrt(3))
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((3.0 - half, 3.0 + half), abs=1e-12)
+    assert (row["ci_method"], row["undefined"]) == (SEED_T, 1)  # ex3 counted, not compared
 
 
 def test_rank_ci_covers_seeds_that_disagree(tmp_path):
     # every example 0 under seed 0 and 1 under seed 1: the seed-averaged values are all
-    # 0.5 (a one-level CI of [0.5, 0.5]); resampling seeds gives means 0, 0.5 and 1
+    # 0.5 (a one-level CI of [0.5, 0.5]); the seed means 0 and 1 have sd 1/sqrt(2), a
+    # standard error of 0.5, read with t on 1 df (12.706): 0.5 +- 6.353. A percentile
+    # bootstrap over the two seeds could not leave [0, 1].
     e = seeded_entry(tmp_path, ATT, {0: [0.0] * 4, 1: [1.0] * 4})
     (row,) = rank([e])
-    assert (row["mean"], row["ci_low"], row["ci_high"]) == (0.5, 0.0, 1.0)
+    half = 12.706204736174698 * 0.5
+    assert (row["mean"], row["ci_low"], row["ci_high"]) == pytest.approx((0.5, 0.5 - half,
+                                                                          0.5 + half))
     assert (bootstrap([0.5] * 4).ci_low, bootstrap([0.5] * 4).ci_high) == (0.5, 0.5)
 
 
@@ -259,7 +266,7 @@ def test_compare_constant_shift_is_significant_in_the_metric_direction(tmp_path)
             "sign-flip monte carlo",
         )
         assert r["mean_a"] - r["mean_b"] == 0.5
-        assert (r["n_seeds"], r["ci_method"]) == (1, "bootstrap over examples")
+        assert (r["n_seeds"], r["ci_method"]) == (1, "percentile bootstrap over examples")
     assert rows[COMP]["better"] == ATT and rows[COMP]["better_entry"] == a.entry_id
     assert rows[SUFF]["better"] == GRAD  # lower sufficiency is better: b wins
     assert [r["metric"] for r in compare(a, b, metric="sufficiency")] == [SUFF]
@@ -297,28 +304,30 @@ def test_compare_holm_keeps_a_raw_p_below_alpha_from_naming_a_winner(tmp_path):
     assert (alone["p_holm"], alone["better"], alone["better_entry"]) == (0.03125, ATT, a.entry_id)
 
 
-def test_compare_with_seeds_bootstraps_seeds_then_examples(tmp_path):
-    # a - b is 0 on every example under seed 0 and 1 under seed 1: the seed-averaged
-    # difference is 0.5 everywhere (p = 2/16 over 4 examples), and resampling the
-    # seeds gives mean differences 0, 0.5 and 1, so the CI is [0, 1]
+def test_compare_with_seeds_is_a_t_over_seeds_and_examples(tmp_path):
+    # a - b is 0 on every example under seed 0 and 1 under seed 1: seed means 0 and 1,
+    # standard error 0.5 on 1 df (t 12.706), no example variance: 0.5 +- 6.353. p: the
+    # alpha at which t(1 - alpha/2; 1 df) * 0.5 = 0.5, i.e. P(|Cauchy| > 1) = 0.5
     a = seeded_entry(tmp_path, ATT, {0: [0.5] * 4, 1: [1.5] * 4})
     b = seeded_entry(tmp_path, GRAD, {0: [0.5] * 4, 1: [0.5] * 4})
     (row,) = compare(a, b)
     assert (row["diff"], row["n"], row["model_seeds"], row["n_seeds"]) == (0.5, 4, [0, 1], 2)
-    assert (row["ci_low"], row["ci_high"], row["ci_method"]) == (0.0, 1.0, "two-level bootstrap")
-    assert (row["p_value"], row["test"], row["better"]) == (0.125, "sign-flip exact", NO_DIFFERENCE)
+    half = 12.706204736174698 * 0.5
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((0.5 - half, 0.5 + half))
+    assert row["ci_method"] == row["test"] == SEED_T
+    assert (row["p_value"], row["better"]) == (pytest.approx(0.5, abs=1e-9), NO_DIFFERENCE)
 
 
 def test_compare_names_no_winner_when_the_seeds_disagree(tmp_path):
     # a - b is +1 on all 12 examples under seed 0 and -0.8 under seed 1: averaged over
-    # the seeds it is +0.1 everywhere, so the sign-flip test (conditional on these two
-    # checkpoints) gives p ~ 1/2001 (only the all-plus and all-minus patterns of 4096
-    # are as extreme); but resampling the seeds gives mean differences 1,
-    # 0.1 and -0.8, the CI crosses 0, and a retrained model could reverse the order
+    # the seeds it is +0.1 everywhere, so a sign-flip test conditional on these two
+    # checkpoints would give p ~ 1/2001; but the seed means 1 and -0.8 have a standard
+    # error of 0.9, t = 0.1 / 0.9 on 1 df: p = 1 - 2 atan(1/9) / pi, and a retrained
+    # model could reverse the order
     a = seeded_entry(tmp_path, ATT, {0: [1.5] * 12, 1: [0.2] * 12})
     b = seeded_entry(tmp_path, GRAD, {0: [0.5] * 12, 1: [1.0] * 12})
     (row,) = compare(a, b)
-    assert row["p_holm"] == row["p_value"] < 0.002
+    assert row["p_holm"] == row["p_value"] == pytest.approx(1 - 2 * math.atan(1 / 9) / math.pi)
     assert row["ci_low"] < 0 < row["ci_high"] and row["better"] == NO_DIFFERENCE
 
 
@@ -369,8 +378,10 @@ def test_write_entry_twice_replaces_one_folder(tmp_path):
     (e,) = read_entries(tmp_path)
     assert e.results[0]["estimate"]["mean"] == 0.75
     assert sorted(e.values(TASK, COMP).values()) == [0.5, 1.0]
+    # the same explainer on the same task, another model: the newer entry replaces it
     other = make_entry(tmp_path, ATT, {COMP: [0.5, 1.0]}, checkpoint="retrained")
-    assert other.entry_id != first.entry_id and len(read_entries(tmp_path)) == 2
+    assert other.entry_id != first.entry_id
+    assert [e.entry_id for e in read_entries(tmp_path)] == [other.entry_id]
 
 
 def test_header_holds_the_suite_and_hashes_it(tmp_path):
@@ -610,6 +621,7 @@ def test_render_shows_the_seed_range_and_says_what_it_is():
             seed_sd=0.0097,
             seed_min=0.5112,
             seed_max=0.5306,
+            ci_method=SEED_T,
         ),
         hand_row(entry_id="e2", explainer=GRAD, rank=2),
     ]
@@ -617,7 +629,7 @@ def test_render_shows_the_seed_range_and_says_what_it_is():
     assert md_cells(lines[2])[-2:] == ["0.524 [0.508, 0.539] s 0.511–0.531", "200"]
     assert md_cells(lines[3])[-2:] == ["0.500 [0.400, 0.600]", "200"]  # one seed: no range
     assert lines[-3] == (
-        "CI: two-level bootstrap over model seeds and examples; "
+        "CI with several seeds: t over seed means (S-1 df) + example variance; "
         "s: range of the per-seed means over 3 seeds"
     )
     assert lines[-1] == OVERLAP_IS_NO_TEST
@@ -699,20 +711,21 @@ def test_render_matrix(board):
     assert parsed[0][:3] == ["explainer", "entry_id", f"{COMP} mean"]
     assert float(parsed[3][parsed[0].index(f"{SUFF} mean")]) == 0.125
     assert parsed[3][parsed[0].index(f"{F1} mean")] == ""
-    assert parsed[0][2:10] == [
+    assert parsed[0][2:11] == [
         f"{COMP} {c}"
-        for c in ("mean", "ci_low", "ci_high", "n", "n_seeds", "seed_sd", "seed_min", "seed_max")
+        for c in ("mean", "ci_low", "ci_high", "n", "undefined", "n_seeds", "seed_sd",
+                  "seed_min", "seed_max")
     ]
     assert parsed[3][parsed[0].index(f"{SUFF} n_seeds")] == "1"
 
 
 def test_render_matrix_with_seeds(tmp_path):
-    # seed means 2 and 4 (attention), 1 and 1 (gradient); see test_rank_bootstraps_...
+    # seed means 2 and 4 (attention), 1 and 1 (gradient); see test_rank_ci_over_seeds_...
     seeded_entry(tmp_path, ATT, {0: [1.0, 2.0, 3.0], 1: [3.0, 4.0, 5.0]})
     seeded_entry(tmp_path, GRAD, {0: [1.0, 1.0, 1.0], 1: [1.0, 1.0, 1.0]})
     lines = render_matrix(read_entries(tmp_path), TASK, "markdown").splitlines()
     assert lines[2].startswith(f"| {ATT} ") and " s 2.000–4.000 |" in lines[2]
-    assert "| 1.000 [1.000, 1.000] s 1.000–1.000 |" in lines[3]
+    assert " 1.000 [1.000, 1.000] s 1.000–1.000 |" in lines[3]
     assert lines[-5] == f"{TASK}; sorted by comprehensiveness ↑; cells: mean [95% CI] s min–max"
     assert lines[-3].endswith("s: range of the per-seed means over 2 seeds")
     assert lines[-1] == OVERLAP_IS_NO_TEST
@@ -731,9 +744,9 @@ def test_render_comparison(tmp_path):
     assert f"A = {ATT} (entry {a.entry_id}); B = {GRAD} (entry {b.entry_id})" in md
     assert lines[-1] == (
         "p: paired two-sided sign-flip test (monte carlo) of mean(A − B) = 0 on the shared "
-        "examples, values averaged over the shared model seeds (conditional on these "
-        "checkpoints); p (Holm): Holm–Bonferroni over the 1 row; better: named only where "
-        "p (Holm) < 0.05 and the CI of A − B excludes 0. CI of A − B: bootstrap over examples."
+        "examples (conditional on the model checkpoint); p (Holm): Holm–Bonferroni over the "
+        "1 row; better: named only where p (Holm) < 0.05 and the CI of A − B excludes 0. "
+        "CI of A − B: bootstrap over examples."
     )
     parsed = list(csv.reader(io.StringIO(render_comparison(rows, "csv"))))
     line = dict(zip(parsed[0], parsed[1]))
@@ -751,3 +764,43 @@ def test_render_comparison_holm_column(tmp_path):
     assert md_cells(lines[3])[-3:] == ["1.000", "1.000", NO_DIFFERENCE]
     assert "sign-flip test (exact)" in lines[-1] and "over the 2 rows" in lines[-1]
 
+
+
+# --- which examples: part of the suite --------------------------------------------------
+
+
+def chosen_entry(root, explainer, values, run, *, task=TASK):
+    """An entry whose records say how their run chose the examples (``run``: the
+    RunConfig fields limit / sample / sample_seed, as records carry them)."""
+    rec = record(explainer, COMP, values, task=task)
+    rec["provenance"]["config"] = {"run": run}
+    path = write_entry(root, explainer_spec={"name": explainer.split("[")[0].split("@")[0]},
+                       results=[rec],
+                       per_example=rows_of(COMP, values, task=task))
+    return read_entry(path)
+
+
+def test_entries_on_other_examples_are_another_suite(tmp_path):
+    full = chosen_entry(tmp_path, ATT, [0.5] * 4, {"limit": None})
+    first = chosen_entry(tmp_path, OCC, [0.25] * 4, {"limit": 4})
+    drawn = chosen_entry(tmp_path, GRAD, [0.75] * 4, {"sample": 4, "sample_seed": 3})
+    assert (full.suite[TASK]["examples"], first.suite[TASK]["examples"],
+            drawn.suite[TASK]["examples"]) == ("all", "first 4", "random 4 (seed 3)")
+    # same split, data, checkpoint and n: only the examples differ, and that is enough
+    with pytest.raises(InputError, match="examples 'all' vs 'first 4'"):
+        rank([full, first])
+    with pytest.raises(InputError, match="examples 'first 4' vs 'random 4 \\(seed 3\\)'"):
+        compare(first, drawn)
+    again = chosen_entry(tmp_path / "b", ATT, [0.25] * 4, {"limit": None})
+    assert [r["explainer"] for r in rank([full, again])] == [ATT, ATT]
+
+
+def test_a_rerun_on_other_examples_replaces_the_entry(tmp_path):
+    first = chosen_entry(tmp_path, ATT, [0.5] * 4, {"limit": 4})
+    keep = chosen_entry(tmp_path, GRAD, [0.5] * 4, {"limit": 4})  # another explainer
+    other_task = chosen_entry(tmp_path, ATT, [0.5] * 4, {"limit": 4}, task="nli@1")
+    again = chosen_entry(tmp_path, ATT, [0.25] * 6, {"limit": 6})
+    assert again.entry_id != first.entry_id
+    assert sorted(e.entry_id for e in read_entries(tmp_path)) == sorted(
+        [again.entry_id, keep.entry_id, other_task.entry_id])
+    assert not any(p.name.startswith(".") for p in tmp_path.iterdir())

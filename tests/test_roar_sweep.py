@@ -58,9 +58,10 @@ def test_the_sweep_writes_one_row_per_point(swept):
     # per seed: the original, all masked, 2 random and 2 x 2 explainer points
     assert sum(r["kind"] == "roar" for r in rows) == 2 * 8
     assert sum(r["kind"] == "recursive" for r in rows) == 2 * 2 * 2
-    # seed 0 only: the length-only model and one pattern model per roar mask and ratio
+    # every seed (up to 3 by default): the length-only model and one pattern model per
+    # roar mask and ratio
     leak = [r for r in rows if r["kind"] == "leakage"]
-    assert len(leak) == 1 + 6 and {r["seed"] for r in leak} == {0}
+    assert len(leak) == 2 * (1 + 6) and {r["seed"] for r in leak} == {0, 1}
     assert len({r["key"] for r in rows}) == len(rows)
     assert all(r["n"] == 120 and len(r["correct"]) == 120 for r in rows)
     assert _row(rows, "roar", CLEAN, 0.0, 0)["accuracy"] > 0.95  # the original model
@@ -118,14 +119,18 @@ def test_the_report_gives_the_curve_and_racu_of_the_rows(swept):
     def mean(mask, ratio, kind="roar"):
         return np.mean([_row(rows, kind, mask, ratio, s)["accuracy"] for s in (0, 1)])
 
+    def curve(mask, seed, kind="roar"):
+        acc = [_row(rows, "roar", CLEAN, 0.0, seed)["accuracy"]]
+        acc += [_row(rows, kind, mask, k, seed)["accuracy"] for k in (0.3, 0.6)]
+        return acc + [_row(rows, "roar", ALL, 1.0, seed)["accuracy"]]
+
     x = [0.0, 0.3, 0.6, 1.0]
-    ends = (mean(CLEAN, 0.0), mean(ALL, 1.0))
-    rand = [ends[0], mean(RANDOM, 0.3), mean(RANDOM, 0.6), ends[1]]
     for kind, title in (("roar", "ROAR:"), ("recursive", "Recursive ROAR:")):
-        occ = [ends[0], mean(OCC, 0.3, kind), mean(OCC, 0.6, kind), ends[1]]
+        # RACU: each seed's occlusion curve against that seed's random curve, then the mean
+        area = np.mean([racu(x, curve(RANDOM, s), curve(OCC, s, kind)) for s in (0, 1)])
         section = text.split(title)[1]
         [line] = [ln for ln in section.splitlines() if ln.startswith(f"| {OCC}")][:1]
-        assert f"{occ[1]:.3f} [" in line and f"{racu(x, rand, occ):.3f} [" in line
+        assert f"{mean(OCC, 0.3, kind):.3f} [" in line and f"| {area:.3f} [" in line
     # recursion's first step is plain ROAR: the same model
     for seed in (0, 1):
         assert (_row(rows, "recursive", OCC, 0.3, seed)["checkpoint"]
@@ -133,6 +138,11 @@ def test_the_report_gives_the_curve_and_racu_of_the_rows(swept):
         assert (_row(rows, "recursive", OCC, 0.6, seed)["checkpoint"]
                 != _row(rows, "roar", OCC, 0.6, seed)["checkpoint"])
     assert "length-only model" in text and "Mahalanobis AUROC" in text
+    # the leakage cell: accuracy over both seeds and its difference from the length model
+    leak = {(r["mask"], r["ratio"], r["seed"]): r for r in rows if r["kind"] == "leakage"}
+    acc = np.mean([leak[(OCC, 0.3, s)]["accuracy"] for s in (0, 1)])
+    d_length = acc - np.mean([leak[(LENGTH, 0.0, s)]["accuracy"] for s in (0, 1)])
+    assert f"{acc:.3f} ({d_length:+.3f}, " in text.split("Leakage:")[1]
 
 
 def test_a_finished_sweep_reruns_as_a_report_without_training(swept, monkeypatch):
@@ -204,8 +214,10 @@ def test_bad_ratios_and_tasks_are_refused(tmp_path):
 
 def test_the_length_only_control_sees_no_word_and_no_mask(swept):
     _, rows, _ = swept
-    [length] = [r for r in rows if r["mask"] == LENGTH]
-    assert length["kind"] == "leakage" and length["ratio"] == 0.0
-    # every token is the one constant word, so only the length can inform it: on the
-    # synthetic task (length independent of the label) it stays near chance
-    assert abs(length["accuracy"] - 0.5) < 0.15
+    lengths = [r for r in rows if r["mask"] == LENGTH]
+    assert [r["seed"] for r in lengths] == [0, 1]
+    for length in lengths:
+        assert length["kind"] == "leakage" and length["ratio"] == 0.0
+        # every token is the one constant word, so only the length can inform it: on the
+        # synthetic task (length independent of the label) it stays near chance
+        assert abs(length["accuracy"] - 0.5) < 0.15

@@ -10,9 +10,16 @@ import numpy as np
 import pytest
 
 from benchmark.core.stats import (
+    BOOTSTRAP,
+    SEED_T,
+    Aggregation,
     SeedEstimate,
     bootstrap,
+    corpus_bootstrap,
+    corpus_estimate,
     holm,
+    paired_seed_test,
+    seed_estimate,
     sign_flip_test,
     two_level_bootstrap,
 )
@@ -112,8 +119,10 @@ def test_two_level_with_one_seed_is_bootstrap_exactly(n, settings):
     one = bootstrap(values, **settings)
     two = two_level_bootstrap([values], **settings)
     assert isinstance(two, SeedEstimate)
-    fields = ("mean", "ci_low", "ci_high", "n", "n_resamples", "confidence", "bootstrap_seed")
+    fields = ("mean", "ci_low", "ci_high", "n", "n_resamples", "confidence", "bootstrap_seed",
+              "method", "undefined")
     assert {f: getattr(two, f) for f in fields} == one.as_dict()
+    assert seed_estimate([values], **settings) == two
     assert (two.n_seeds, two.seed_means, two.seed_sd) == (1, (one.mean,), 0.0)
     assert two.seed_min == two.seed_max == one.mean
 
@@ -150,3 +159,67 @@ def test_two_level_refuses_bad_input():
         two_level_bootstrap([1.0, 2.0])  # 1-d: say which seed each value came from
     with pytest.raises(ValueError, match="non-finite"):
         two_level_bootstrap([[1.0, math.inf], [1.0, 2.0]])
+
+
+# --- the seed-level interval: t over seed means plus the example variance --------------------
+
+T975 = {1: 12.706204736174698, 2: 4.302652729749464, 3: 3.182446305284263}  # t tables
+
+
+def test_seed_estimate_by_hand():
+    # rows (1, 3, 2, 4) and (3, 3, 6, 4): seed means 2.5 and 4, v_seed = var(2.5, 4)/2 =
+    # 1.125/2 = 0.5625. Example means 2, 3, 4, 4 (variance 11/12); interaction
+    # x - row - col + grand: row 0 (-0.25, 0.75, -1.25, 0.75), row 1 the negatives,
+    # sum of squares 2 * 2.75 = 5.5 over (1 * 3) df: 11/6; v_example = (11/12 - 11/12)/4 = 0
+    e = seed_estimate([[1.0, 3.0, 2.0, 4.0], [3.0, 3.0, 6.0, 4.0]])
+    half = T975[1] * math.sqrt(0.5625)
+    assert (e.mean, e.n, e.n_seeds, e.method) == (3.25, 4, 2, SEED_T)
+    assert (e.ci_low, e.ci_high) == pytest.approx((3.25 - half, 3.25 + half), abs=1e-12)
+    assert (e.seed_means, e.seed_sd) == ((2.5, 4.0), pytest.approx(math.sqrt(1.125)))
+    # seeds identical: only the example part, on N - 1 = 3 df: var(1, 2, 3, 6) = 14/3
+    same = seed_estimate([[1.0, 2.0, 3.0, 6.0]] * 3)
+    half = T975[3] * math.sqrt(14 / 3 / 4)
+    assert (same.ci_low, same.ci_high) == pytest.approx((3 - half, 3 + half), abs=1e-12)
+
+
+def test_seed_estimate_reaches_past_the_extreme_seeds():
+    # the old two-level bootstrap never leaves [min seed mean, max seed mean] when the
+    # examples agree within a seed; the t interval does (seed means 1, 2, 3:
+    # sd 1, half-width t(2 df) / sqrt(3) = 2.484)
+    rows = [[1.0] * 5, [2.0] * 5, [3.0] * 5]
+    old, new = two_level_bootstrap(rows), seed_estimate(rows)
+    assert (old.ci_low, old.ci_high) == (1.0, 3.0)
+    assert (new.ci_low, new.ci_high) == pytest.approx((2 - T975[2] / math.sqrt(3),
+                                                       2 + T975[2] / math.sqrt(3)))
+
+
+def test_corpus_estimate_by_hand():
+    # hits over trials per example; seed 0: (0, 2), (2, 2) -> R = 1/2; seed 1: (1, 1),
+    # (3, 3) -> R = 1. Pseudo-values R + (hit - R n) / mean(n): seed 0 (0, 1), seed 1
+    # (1, 1): v_seed = var(0.5, 1)/2 = 1/16; example means (0.5, 1), var 1/8; the
+    # interaction (-0.25, 0.25 / 0.25, -0.25) has mean square 0.25; v_example =
+    # max(0, 1/8 - 0.25/2) / 2 = 0
+    ratio = Aggregation(("hit", "n"), (1, 0), (0, 1))
+    e = corpus_estimate([[[0, 2], [2, 2]], [[1, 1], [3, 3]]], ratio)
+    assert (e.mean, e.seed_means, e.method, e.n) == (0.75, (0.5, 1.0), SEED_T, 2)
+    assert e.ci_high - e.mean == pytest.approx(T975[1] / 4, abs=1e-12)
+    one = corpus_estimate([[[0, 2], [2, 2]]], ratio)
+    assert one == corpus_bootstrap([[0, 2], [2, 2]], ratio)
+    assert one.method == BOOTSTRAP
+
+
+def test_paired_seed_test_p_matches_its_interval():
+    # p < alpha exactly when the (1 - alpha) CI of the difference excludes 0: at
+    # alpha = p the interval's edge sits on 0
+    rng = np.random.default_rng(3)
+    a = rng.normal(0.3, 1.0, (3, 40)) + rng.normal(0, 0.2, (3, 1))
+    b = np.zeros((3, 40))
+    r = paired_seed_test(a, b)
+    assert (r.diff, r.n, r.test) == (pytest.approx(a.mean()), 40, SEED_T)
+    at_p = seed_estimate(a - b, alpha=r.p_value)
+    assert at_p.ci_low == pytest.approx(0.0, abs=1e-9)
+    assert (r.ci_low, r.ci_high) == pytest.approx((seed_estimate(a).ci_low,
+                                                   seed_estimate(a).ci_high))
+    # no difference at all: p = 1; a constant non-zero difference: p = 0
+    assert paired_seed_test(b + 1, b + 1).p_value == 1.0
+    assert paired_seed_test(b + 1, b).p_value == 0.0
