@@ -45,6 +45,11 @@ def parse_args():
     return p.parse_args()
 
 
+def argsort_probes():
+    """Tied arrays of 5 to 64 values (an SST-2 sentence's pieces) for the tie-order check."""
+    return [[float((i * 7) % 3) for i in range(n)] for n in (5, 16, 17, 24, 40, 64)]
+
+
 def nan_to_none(x):
     x = float(x)
     return None if math.isnan(x) else x
@@ -145,6 +150,10 @@ def main():
                 for k, v in r.items():
                     assert (math.isnan(v) and b[k] is None) or abs(v - b[k]) < 1e-6, (name, k)
             print(name, json.dumps(timing[name]), flush=True)
+        # ferret ranks by np.argsort, whose order among equal scores depends on numpy's
+        # version and the CPU: its answer on tied probes tells faithbench which to use
+        timing["argsort_probes"] = [np.argsort(np.array(p, dtype=float)).tolist()
+                                    for p in argsort_probes()]
         (out / "timing-evaluate.json").write_text(json.dumps(timing, indent=2) + "\n")
         return
 

@@ -16,7 +16,9 @@ is faster?
    ``faithbench score --model-path`` process on the exported directory (timed end to
    end: start-up, model and data loading included) scores the four explanation files
    with ``comprehensiveness[preset=ferret]``, ``sufficiency[preset=ferret]`` and
-   ``taucorr_loo[preset=ferret]``: both tools' metrics in the same conditions.
+   ``taucorr_loo[preset=ferret]``: both tools' metrics in the same conditions. Equal
+   scores are ordered as ferret's numpy orders them on tied probes (``tie_order``): the
+   preset's ``ties=introsort``, or ``ties=numpy`` where ferret's numpy sorts with AVX-512.
 4. Per example the two tools must agree to 1e-4 (the script exits 1 otherwise); the
    table gives the largest difference and both tools' times.
 
@@ -103,6 +105,22 @@ def ferret_side(model_dir: Path, args, out: Path, checkpoint: str) -> None:
         marker.write_text(f"{checkpoint} {args.n}")
 
 
+def tie_order(probes: list[list[float]], answers: list[list[int]]) -> str:
+    """The ``ties`` option whose order is ferret's numpy argsort on these tied probes:
+    ``introsort`` (numpy's own sort: the preset's, the same on every machine) where its
+    numpy has no SIMD argsort, else ``numpy`` if this process's argsort agrees (AVX-512
+    with numpy 1.26 on both sides, up to 64 units); no option matches otherwise."""
+    import numpy as np
+
+    from metrics.variants import introsort_argsort
+    if all(introsort_argsort(p) == a for p, a in zip(probes, answers)):
+        return "introsort"
+    if all(np.argsort(np.array(p)).tolist() == a for p, a in zip(probes, answers)):
+        return "numpy"
+    raise SystemExit("ferret's numpy orders equal scores unlike any faithbench ties option "
+                     "on this machine (see metrics.variants.TIES)")
+
+
 def faithbench_side(ferret_out: Path, args, out: Path) -> tuple[float, list, dict]:
     """One `faithbench score` process for all four explanation files (as ferret scores
     them in one process): (its wall seconds, summary rows, {(file stem, metric, id): value})."""
@@ -157,6 +175,12 @@ def main() -> int:
                     str(ferret_out), "--threads", str(args.threads), "--evaluate-only"],
                    check=True)
     timing = json.loads((ferret_out / "timing-evaluate.json").read_text())
+    sys.path.insert(0, str(HERE))
+    from ferret_side import argsort_probes
+    ties = tie_order(argsort_probes(), timing.pop("argsort_probes"))
+    for key in ("aopc_compr", "aopc_suff"):  # the preset's order, or this machine's numpy
+        METRICS[key] = METRICS[key].replace("]", f";ties={ties}]")
+    print(f"ferret's order among equal scores: ties={ties}")
     wall, rows, ours = faithbench_side(ferret_out, args, out / "faithbench")
     table, ok, ferret_s, ferret_rows_n = [], True, 0.0, 0
     for name in NAMES:

@@ -12,7 +12,9 @@ import difflib
 from typing import Any
 
 from benchmark.core.api import SimpleMetric
+from benchmark.core.erasers import ERASERS
 from benchmark.core.errors import InputError, UnknownNameError
+from benchmark.core.links import LINKS
 from benchmark.core.names import TASK_KINDS
 from benchmark.core.registry import Registry
 from metrics.alignment import AER_METRIC, PRECISION_METRIC, RECALL_METRIC
@@ -20,9 +22,10 @@ from metrics.erasure import AOPC_LERF, AOPC_MORF
 from metrics.flip import FLIP_FRACTION, FLIP_RATE
 from metrics.loo import TAUCORR_LOO
 from metrics.plausibility import AUPRC, AVERAGE_PRECISION, R_PRECISION, TOKEN_F1, TOKEN_F1_MICRO
-from metrics.rationale import COMPREHENSIVENESS, SUFFICIENCY
-from metrics.roar import ROAR
+from metrics.rationale import COMPREHENSIVENESS, ROUNDINGS, SUFFICIENCY
+from metrics.roar import MASKS, ROAR
 from metrics.share import SEGMENT_SHARE
+from metrics.variants import GRANULARITIES, TIES
 
 REGISTRY: Registry[SimpleMetric] = Registry("metric")
 REGISTRY.add(AOPC_MORF.spec.name, AOPC_MORF)
@@ -48,20 +51,85 @@ REGISTRY.add(ROAR.spec.name, ROAR)
 # ones given beside the preset win), so the canonical id spells them all out.
 FERRET_BINS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 _FERRET = {"rounding": "trunc", "positive_only": True, "distinct": True, "bins": FERRET_BINS,
-           "eraser": "retokenize", "granularity": "subword", "ties": "numpy"}
+           "eraser": "retokenize", "granularity": "subword", "ties": "introsort"}
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # ferret-xai 0.4.2 (Attanasio et al. 2023), evaluators/faithfulness_measures.py:
     # AOPC over 10 %, ..., 100 % with k = int(p·n) over the pieces ([CLS]/[SEP] never
     # count), only positive scores in a rationale, a bin skipped when k = 0 or its
     # rationale repeats the last one, 0 (comprehensiveness) / 1 (sufficiency) when every
     # bin is skipped, every perturbation decoded to text and tokenized again, and equal
-    # scores ordered by numpy's argsort (reversed), not by position
+    # scores in the order of numpy's own argsort, reversed (``metrics.variants.TIES``:
+    # the same on every machine; ferret's where its numpy has no AVX-512 argsort)
     "ferret": {
         "comprehensiveness": {**_FERRET, "if_empty": 0.0},
         "sufficiency": {**_FERRET, "if_empty": 1.0},
         "taucorr_loo": {"eraser": "retokenize", "granularity": "subword"},
     },
 }
+
+
+def _number(value, low: float, high: float, *, low_open: bool, whole: bool = False) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)):
+        return False
+    return (low < value if low_open else low <= value) and value <= high
+
+
+def _choice(*options):
+    # by type too: 1 == True, but positive_only=1 is not a bool
+    return (lambda v: any(type(v) is type(o) and v == o for o in options),
+            " | ".join(map(str, options)))
+
+
+# Every metric parameter: its declared type, and the check its value must pass when
+# the metric is resolved (``resolve``), so a bad value stops a run before anything is
+# trained or explained. One meaning per name across metrics; a test checks that every
+# registered parameter has an entry.
+PARAMS: dict[str, tuple[Any, str]] = {
+    "bins": (lambda v: isinstance(v, tuple) and len(v) > 0
+             and all(_number(b, 0, 1, low_open=True) for b in v),
+             "one or more fractions in (0, 1], comma-separated"),
+    "rounding": _choice(*ROUNDINGS),
+    "eraser": _choice(*ERASERS),
+    "granularity": _choice(*GRANULARITIES),
+    "ties": _choice(*TIES),
+    "segment": (lambda v: v is None or _number(v, 0, 1, low_open=False, whole=True),
+                "None | 0 | 1 (premise / hypothesis)"),
+    "k_max": (lambda v: _number(v, 1, float("inf"), low_open=False, whole=True),
+              "int >= 1"),
+    "positive_only": _choice(None, True, False),
+    "distinct": _choice(None, True, False),
+    "if_empty": (lambda v: v is None or _number(v, float("-inf"), float("inf"), low_open=True),
+                 "None | a number"),
+    "k_frac": (lambda v: v is None or _number(v, 0, 1, low_open=True),
+               "None | a fraction in (0, 1]"),
+    "links": _choice(None, *LINKS),
+    "fraction": (lambda v: v is None or _number(v, 0, 1, low_open=True),
+                 "None | a fraction in (0, 1] (with links=threshold)"),
+    "ratio": (lambda v: _number(v, 0, 1, low_open=False), "a fraction in [0, 1]"),
+    "mask": _choice(*MASKS),
+}
+# parameters that take several values: one value given alone is a list of one
+_TUPLES = frozenset({"bins"})
+
+
+def settable(metric: SimpleMetric) -> str:
+    """``key: type; ...`` of a metric's parameters, for error messages.
+
+    >>> settable(get_metric("flip_rate"))
+    'eraser: delete | mask | pad | retokenize; segment: None | 0 | 1 (premise / hypothesis); granularity: None | word | subword'
+    """
+    return "; ".join(f"{k}: {PARAMS.get(k, (None, 'any'))[1]}" for k, _ in metric.spec.params)
+
+
+def check_params(metric: SimpleMetric) -> SimpleMetric:
+    """Every parameter value of ``metric`` passes its declared check, else an
+    InputError naming it and listing the settable parameters with their types."""
+    for key, value in metric.spec.params:
+        check, kind = PARAMS.get(key, (lambda v: True, "any"))  # a test keeps PARAMS complete
+        if not check(value):
+            raise InputError(f"metric {metric.spec.name!r}: {key}={value!r} is not "
+                             f"{kind} (settable: {settable(metric)})")
+    return metric
 
 
 def get_metric(name: str) -> SimpleMetric:
@@ -99,7 +167,9 @@ def with_params(metric: SimpleMetric, **changes: Any) -> SimpleMetric:
             raise InputError(
                 f"metric {metric.spec.name!r} has no parameter {key!r}{hint} (known: {known})"
             )
-        params[key] = tuple(value) if isinstance(value, list) else value
+        if isinstance(value, list) or (key in _TUPLES and isinstance(value, (int, float))):
+            value = tuple(value) if isinstance(value, list) else (value,)
+        params[key] = value
     spec = dataclasses.replace(metric.spec, params=tuple(params.items()))
     return dataclasses.replace(metric, spec=spec)
 
@@ -107,12 +177,15 @@ def with_params(metric: SimpleMetric, **changes: Any) -> SimpleMetric:
 def resolve(ref: str) -> SimpleMetric:
     """A metric from a name or a name with parameters, as in canonical ids:
     ``comprehensiveness``, ``comprehensiveness[segment=0;eraser=mask]`` (a trailing
-    ``@version`` must match the registered one).
+    ``@version`` must match the registered one). Parameter values are checked here
+    (``check_params``), before any work.
 
     >>> resolve("flip_rate[segment=1]").spec.id
     'flip_rate[eraser=delete;segment=1]@2'
     >>> resolve("sufficiency[bins=0.1,0.5]").spec.param("bins")
     (0.1, 0.5)
+    >>> resolve("sufficiency[bins=0.5]").spec.param("bins")
+    (0.5,)
     """
     name, params = parse_params(ref)
     name, _, version = name.partition("@")
@@ -122,7 +195,7 @@ def resolve(ref: str) -> SimpleMetric:
     if version and version != metric.spec.version:
         raise InputError(f"metric {ref!r}: version {version} requested, "
                          f"{metric.spec.version} registered")
-    return with_params(metric, **params) if params else metric
+    return check_params(with_params(metric, **params) if params else metric)
 
 
 def parse_params(ref: str, what: str = "metric") -> tuple[str, dict[str, Any]]:

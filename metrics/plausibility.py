@@ -137,9 +137,14 @@ explainer.
 
 Common to all four
 ------------------
-Subword models. On a Transformer a word's reference mark is copied to each of its
-pieces, and the pieces are ranked by their own scores: a rationale word of three
-pieces is three reference positions.
+Subword models. On a Transformer every count is of *words*, as in the faithfulness
+metrics (``metrics.variants``): a word's score is the sum of its pieces' scores, a word
+is in R when its pieces are (a word-level mark is copied to each piece), and n, k, |R|
+and the ranks count words, so a rationale word of three pieces counts once, as in
+ERASER's word tokens. The engine's ρ is a mean over words too. ``granularity=
+"subword"`` ranks and counts the pieces instead (each piece its own unit; ``token_f1``
+then needs ``k_frac``). Versions 2 (3 for ``token_f1``, ``auprc``) count words; the
+versions before counted pieces on a Transformer (the same values on a BiLSTM).
 
 OOD caveat. None of their own (nothing is erased), but plausibility says nothing
 about faithfulness: a model can be right for reasons the reference does not mark,
@@ -169,15 +174,15 @@ Hand-worked cases. Reference {0, 2} of n = 4; row a scores [0.9, 0.1, 0.5, 0.7]
 >>> reference = torch.tensor([[True, False, True, False]] * 2)
 >>> inp = MetricInput(batch, scores, torch.tensor([0, 0]), torch.full((2, 2), 0.5), None,
 ...                   reference, reference_rate=0.75)
->>> r_precision(inp)
+>>> r_precision(inp, granularity=None)
 tensor([0.5000, 0.5000], dtype=torch.float64)
->>> token_f1(inp, k_frac=None)
+>>> token_f1(inp, k_frac=None, granularity=None)
 tensor([0.8000, 0.8000], dtype=torch.float64)
->>> token_f1(inp, k_frac=0.25)
+>>> token_f1(inp, k_frac=0.25, granularity=None)
 tensor([0.6667, 0.6667], dtype=torch.float64)
->>> average_precision(inp)
+>>> average_precision(inp, granularity=None)
 tensor([0.8333, 0.8333], dtype=torch.float64)
->>> auprc(inp)
+>>> auprc(inp, granularity=None)
 tensor([0.7917, 0.7500], dtype=torch.float64)
 
 token_f1 vs token_f1_micro. Row c: n = 2, R = {0}, ranked 0 first; row d: n = 8,
@@ -190,7 +195,7 @@ no hit, F1 = 0. Macro (mean) 0.5; micro 2 · 1 / ((1 + 4) + (1 + 4)) = 0.2.
 >>> reference = torch.tensor([[True] + [False] * 7, [True] * 4 + [False] * 4])
 >>> inp = MetricInput(batch, scores, torch.tensor([0, 0]), torch.full((2, 2), 0.5), None,
 ...                   reference, reference_rate=0.5)
->>> out = token_f1_micro(inp, k_frac=None)
+>>> out = token_f1_micro(inp, k_frac=None, granularity=None)
 >>> out.values.tolist(), out.stats.tolist()
 ([1.0, 0.0], [[1.0, 1.0, 1.0], [0.0, 4.0, 4.0]])
 >>> float(TOKEN_F1_MICRO.spec.aggregation(out.stats.sum(0).numpy()))
@@ -198,6 +203,8 @@ no hit, F1 = 0. Macro (mean) 0.5; micro 2 · 1 / ((1 + 4) + (1 + 4)) = 0.2.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import torch
 
@@ -212,6 +219,7 @@ from benchmark.core.api import (
 )
 from benchmark.core.errors import InputError
 from benchmark.core.ranking import importance_order, top_k_mask
+from metrics.variants import GRANULARITIES, Candidates
 
 CITATION = (
     "DeYoung, Jain, Rajani, Lehman, Xiong, Socher & Wallace (2020). ERASER: A benchmark to "
@@ -243,16 +251,38 @@ def checked_reference(metric: str, inp: MetricInput) -> tuple[torch.Tensor, torc
     return reference, k
 
 
-def r_precision(inp: MetricInput) -> torch.Tensor:
+def by_unit(metric: str, inp: MetricInput, granularity: str | None) -> MetricInput:
+    """``inp`` with one position per word where the batch has ``words`` (scores (B, W)
+    summed over a word's pieces, the word in R if any piece is), else as it is."""
+    if granularity not in GRANULARITIES:
+        raise InputError(f"metric {metric}: unknown granularity {granularity!r}; choose "
+                         "word (default) or subword")
+    batch = inp.batch
+    if batch.words is None or granularity == "subword":
+        return inp
+    words = Candidates(batch.mask, batch.lengths, batch.words)
+    scores, exists = words.pool(inp.scores)  # (B, W)
+    reference = None
+    if inp.reference is not None:
+        marked = (inp.reference.to(torch.bool) & batch.mask).to(scores.dtype)
+        reference = words.pool(marked)[0] > 0  # (B, W)
+    unit_batch = batch.replace(ids=torch.zeros_like(exists, dtype=torch.long), mask=exists,
+                               segments=None, words=None)
+    return replace(inp, batch=unit_batch, scores=scores, reference=reference)
+
+
+def r_precision(inp: MetricInput, *, granularity: str | None) -> torch.Tensor:
     """(B,) |top-k(scores) ∩ R| / k with k = |R|, R = reference & mask."""
+    inp = by_unit("r_precision", inp, granularity)
     reference, k = checked_reference("r_precision", inp)
     top = top_k_mask(inp.scores, inp.batch.mask, k)  # (B, T)
     hits = (top & reference).sum(dim=1)
     return (hits.double() / k.double()).cpu()
 
 
-def average_precision(inp: MetricInput) -> torch.Tensor:
+def average_precision(inp: MetricInput, *, granularity: str | None) -> torch.Tensor:
     """(B,) average precision of the score ranking against R = reference & mask."""
+    inp = by_unit("average_precision", inp, granularity)
     reference, k = checked_reference("average_precision", inp)
     order = importance_order(inp.scores, inp.batch.mask)  # (B, T), padding last
     rel = reference.gather(1, order).double()  # (B, T): 1 where the i-th ranked token is in R
@@ -275,25 +305,29 @@ def _rate(inp: MetricInput, k_frac, name: str = "token_f1") -> float | None:
     return float(rate)
 
 
-def token_f1(inp: MetricInput, *, k_frac) -> torch.Tensor:
+def token_f1(inp: MetricInput, *, k_frac, granularity: str | None) -> torch.Tensor:
     """(B,) instance F1 of the top ceil(ρ · n) tokens against R; ρ = k_frac, or the
     dataset-level ``inp.reference_rate`` when k_frac is None."""
-    hits, k, r = _hard_cut("token_f1", inp, k_frac)
+    hits, k, r = _hard_cut("token_f1", inp, k_frac, granularity)
     # 2PR / (P + R) with P = hits / k, R = hits / |R|; 0 when there is no hit
     return (2 * hits / (k + r)).cpu()
 
 
-def token_f1_micro(inp: MetricInput, *, k_frac) -> MetricOutput:
+def token_f1_micro(inp: MetricInput, *, k_frac, granularity: str | None) -> MetricOutput:
     """Per-example (|S ∩ R|, |S|, |R|) of the same cut as ``token_f1``, pooled over the
     corpus (``TOKEN_F1_MICRO.spec.aggregation``); values: each example's own F1."""
-    hits, k, r = _hard_cut("token_f1_micro", inp, k_frac)
+    hits, k, r = _hard_cut("token_f1_micro", inp, k_frac, granularity)
     return MetricOutput((2 * hits / (k + r)).cpu(), stats=torch.stack([hits, k, r], 1).cpu())
 
 
-def _hard_cut(name: str, inp: MetricInput, k_frac):
+def _hard_cut(name: str, inp: MetricInput, k_frac, granularity: str | None = None):
     """(|S ∩ R|, k, |R|) as (B,) float64, S the top k = ceil(ρ · n) tokens (ERASER's
     hard rationale cut from soft scores at one dataset-level rate)."""
     rate = _rate(inp, k_frac, name)  # checked before the rows, so a bad k_frac fails on any batch
+    if granularity == "subword" and k_frac is None and inp.batch.words is not None:
+        raise InputError(f"metric {name}[granularity=subword] needs k_frac: the engine's "
+                         "rationale rate counts words")
+    inp = by_unit(name, inp, granularity)
     reference, r = checked_reference(name, inp)
     mask = inp.batch.mask
     if rate is None:
@@ -312,9 +346,10 @@ def _hard_cut(name: str, inp: MetricInput, k_frac):
     return hits, k.double(), r.double()
 
 
-def auprc(inp: MetricInput) -> torch.Tensor:
+def auprc(inp: MetricInput, *, granularity: str | None) -> torch.Tensor:
     """(B,) trapezoidal area under the PR curve with one threshold per distinct score
     (scikit-learn's ``precision_recall_curve`` + ``auc``), R = reference & mask."""
+    inp = by_unit("auprc", inp, granularity)
     reference, r = checked_reference("auprc", inp)
     mask = inp.batch.mask
     order = importance_order(inp.scores, mask)  # (B, T), padding last
@@ -362,14 +397,17 @@ def _spec(name: str, version: str, params: tuple = (), aggregation=None) -> Metr
     )
 
 
-R_PRECISION = SimpleMetric(spec=_spec("r_precision", "1"), fn=r_precision)
-AVERAGE_PRECISION = SimpleMetric(spec=_spec("average_precision", "1"), fn=average_precision)
-# version 2: version 1 of these names was the rank-based r_precision / average_precision,
-# so ids token_f1@2 / auprc@2 never collide with those records
-TOKEN_F1 = SimpleMetric(spec=_spec("token_f1", "2", (("k_frac", None),)), fn=token_f1)
-AUPRC = SimpleMetric(spec=_spec("auprc", "2"), fn=auprc)
+# Each version counts words on a subword model (``by_unit``); the one before counted
+# pieces there. token_f1 / auprc: version 1 of these names was the rank-based
+# r_precision / average_precision, version 2 counted pieces.
+UNIT = (("granularity", None),)
+R_PRECISION = SimpleMetric(spec=_spec("r_precision", "2", UNIT), fn=r_precision)
+AVERAGE_PRECISION = SimpleMetric(spec=_spec("average_precision", "2", UNIT),
+                                 fn=average_precision)
+TOKEN_F1 = SimpleMetric(spec=_spec("token_f1", "3", (("k_frac", None), *UNIT)), fn=token_f1)
+AUPRC = SimpleMetric(spec=_spec("auprc", "3", UNIT), fn=auprc)
 # corpus level: 2 Σ|S ∩ R| / (Σ|S| + Σ|R|), ERASER's "instance_micro" F1
 MICRO_F1 = Aggregation(stats=("hits", "selected", "reference"), numerator=(2.0, 0.0, 0.0),
                        denominator=(0.0, 1.0, 1.0))
-TOKEN_F1_MICRO = SimpleMetric(spec=_spec("token_f1_micro", "1", (("k_frac", None),), MICRO_F1),
-                              fn=token_f1_micro)
+TOKEN_F1_MICRO = SimpleMetric(
+    spec=_spec("token_f1_micro", "2", (("k_frac", None), *UNIT), MICRO_F1), fn=token_f1_micro)

@@ -37,9 +37,10 @@ when every bin is skipped; default NaN, the example has none). The ``ferret`` pr
 (``comprehensiveness[preset=ferret]``) sets them as ferret-xai 0.4.2 computes its
 AOPC: bins 0.1, …, 1.0, ``trunc``, positive only, distinct, 0 (comprehensiveness) or
 1 (sufficiency) when empty, pieces not words, the ``retokenize`` eraser (each
-perturbation decoded to text and tokenized again), and ``ties="numpy"``: equal scores
-in the order of numpy's default (unstable) ``argsort``, reversed, as ferret ranks
-(by default ties go by position, earlier first).
+perturbation decoded to text and tokenized again), and ``ties="introsort"``: equal
+scores in the order of numpy's own default ``argsort``, reversed, as ferret ranks (by
+default ties go by position, earlier first). ferret's order is that of its numpy on its
+CPU; ``metrics.variants.TIES`` says which option reproduces it where.
 
 Subword models. On a Transformer n and k_b count whole words (a rationale holds all
 pieces of its words; ``granularity="subword"`` for pieces); see ``metrics.variants``.
@@ -158,7 +159,8 @@ def _drops(inp, bins, rounding, eraser, segment, *, keep_rationale: bool, name: 
     k = bin_sizes(cand.n, bins, rounding).to(batch.mask.device)  # (B, V)
     if ties not in TIES:
         raise InputError(f"metric {name}: unknown ties {ties!r}; leave it out (by position, "
-                         "earlier first) or choose numpy (ferret's argsort order)")
+                         f"earlier first) or choose one of {', '.join(TIES[1:])} (ferret's "
+                         "argsort order, metrics.variants.TIES)")
     rationale = cand.ranked(inp.scores, k, positive_only=bool(positive_only), ties=ties)
     valid = rationale.any(dim=2)  # a bin with an empty rationale is skipped
     if distinct:

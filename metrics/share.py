@@ -8,7 +8,10 @@ comprehensiveness) are split by segment::
 
     segment_share(x) = 1/|bins| · Σ_b |top-k_b ∩ segment s| / k_b
 
-with s = 0 (the premise) by default; the hypothesis share is one minus it.
+with s = 0 (the premise) by default; the hypothesis share is one minus it. On a
+subword model n, k_b and the shares count words (a word's score is the sum of its
+pieces', as in ``metrics.variants``); ``granularity="subword"`` counts pieces, as
+version 1 did there.
 
 Direction. None: descriptive, not a faithfulness score (family "descriptive").
 It tells how an explainer divides importance between the sentences — e.g.
@@ -27,7 +30,8 @@ so segment_share = 0.25.
 ...               segments=torch.tensor([[0, 0, 1, 1]]))
 >>> inp = MetricInput(batch, torch.tensor([[0.4, 0.1, 0.9, 0.2]]), torch.tensor([1]),
 ...                   torch.tensor([[0.5, 0.5]]), None)
->>> segment_share(inp, bins=(0.25, 0.5), rounding="ceil", segment=0).item()
+>>> segment_share(inp, bins=(0.25, 0.5), rounding="ceil", segment=0,
+...               granularity=None).item()
 0.25
 """
 
@@ -38,27 +42,36 @@ import torch
 from benchmark.core.api import PAIR_CLASSIFICATION, MetricInput, MetricSpec, SimpleMetric
 from benchmark.core.errors import InputError
 from metrics.rationale import bin_sizes
-from metrics.variants import ranked_mask, real_lengths
+from metrics.variants import candidates, ranked_mask
 
 
-def segment_share(inp: MetricInput, *, bins, rounding: str, segment: int) -> torch.Tensor:
-    """(B,) mean over bins of the share of the top-k_b tokens that lie in ``segment``."""
+def segment_share(inp: MetricInput, *, bins, rounding: str, segment: int,
+                  granularity: str | None) -> torch.Tensor:
+    """(B,) mean over bins of the share of the top-k_b units (words on a subword model,
+    else tokens) that lie in ``segment``."""
     batch = inp.batch
     if batch.segments is None:
         raise InputError("metric segment_share needs a batch with segments")
-    k = bin_sizes(real_lengths("segment_share", batch), bins, rounding)  # (B, V)
-    top = ranked_mask(inp.scores, batch.mask, k)  # (B, V, T)
-    inside = (top & (batch.segments == segment).unsqueeze(1)).sum(dim=2)  # (B, V)
-    return (inside.double() / k.double()).mean(dim=1)
+    units = candidates("segment_share", inp, None, granularity)
+    k = bin_sizes(units.n, bins, rounding)  # (B, V)
+    scores, exists = units.pool(inp.scores) if units.words is not None else (
+        inp.scores, batch.mask)  # (B, W)
+    inside = (batch.segments == segment) & batch.mask
+    if units.words is not None:  # a word lies in the segment of its pieces
+        inside = units.pool(inside.to(scores.dtype))[0] > 0
+    top = ranked_mask(scores, exists, k)  # (B, V, W)
+    count = (top & inside.unsqueeze(1)).sum(dim=2)  # (B, V)
+    return (count.double() / k.double()).mean(dim=1)
 
 
 SEGMENT_SHARE = SimpleMetric(
     spec=MetricSpec(
         name="segment_share",
-        version="1",
+        version="2",  # words on a subword model; version 1 counted pieces there
         direction="none",
         kinds=frozenset({PAIR_CLASSIFICATION}),
-        params=(("bins", (0.01, 0.05, 0.1, 0.2, 0.5)), ("rounding", "ceil"), ("segment", 0)),
+        params=(("bins", (0.01, 0.05, 0.1, 0.2, 0.5)), ("rounding", "ceil"), ("segment", 0),
+                ("granularity", None)),
         family="descriptive",
         citation="faithbench; bins as in DeYoung et al. (2020), ERASER",
     ),

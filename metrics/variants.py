@@ -19,6 +19,7 @@ instead (ferret's convention).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,14 +88,18 @@ class Candidates:
                positive_only: bool = False, ties: str | None = None) -> torch.Tensor:
         """(B, V, T) positions of the k[b, v] most (or least) important units;
         ``positive_only``: of those, only units scored above 0 (ferret's rationale);
-        ``ties="numpy"``: equal scores in the order of numpy's default ``argsort``,
-        reversed (ferret's ``argsort()[-k:][::-1]``) instead of by position."""
+        ``ties``: None breaks equal scores by position (earlier first); "stable",
+        "introsort" or "numpy" take ferret's ``argsort()[-k:][::-1]`` with that sort
+        (``argsort_top_k``; most important only)."""
+        if ties not in TIES:
+            raise InputError(f"unknown ties {ties!r}; leave it out (by position, earlier "
+                             f"first) or choose one of {', '.join(TIES[1:])}")
         if self.words is None:
             unit_scores, unit_mask = scores, self.eligible
         else:
             unit_scores, unit_mask = self.pool(scores)
-        if ties == "numpy":
-            chosen = numpy_top_k(unit_scores, unit_mask, k)
+        if ties is not None:
+            chosen = argsort_top_k(unit_scores, unit_mask, k, ties)
         else:
             chosen = ranked_mask(unit_scores, unit_mask, k, least=least)
         if positive_only:
@@ -133,23 +138,123 @@ class Candidates:
         return masks, masks.any(dim=2)
 
 
-TIES = (None, "numpy")
+# How equal scores are ordered: None by position (earlier first, as everywhere else);
+# the others are ferret's ``np.array(scores).argsort()[-k:][::-1]`` (ferret-xai 0.4.2,
+# ``_get_id_tokens_top_k``), whose order among equal scores is the sort's:
+#   stable     a stable argsort: equal scores end up later position first. Machine-free.
+#   introsort  numpy's own default argsort (``aquicksort``, npysort/quicksort.cpp),
+#              re-implemented below: stable up to 16 units, median-of-3 partitions above.
+#              Machine-free; it is what numpy runs where it has no SIMD argsort.
+#   numpy      this process's ``np.argsort``: depends on numpy's version and the CPU
+#              (x86-simd-sort on AVX-512, and on AVX2 from numpy 2), so use it only to
+#              match a ferret run on the same machine (README, "ferret side by side").
+TIES = (None, "stable", "introsort", "numpy")
+SMALL_QUICKSORT = 15  # numpy: partitions of at most 16 elements go to insertion sort
 
 
-def numpy_top_k(scores: torch.Tensor, mask: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """(B, V, T) the k[b, v] first units of each row in the order of numpy's default
-    (unstable) ``argsort`` of its real units' scores (float64), reversed.
+def argsort_top_k(scores: torch.Tensor, mask: torch.Tensor, k: torch.Tensor,
+                  ties: str) -> torch.Tensor:
+    """(B, V, T) the k[b, v] first units of each row in the ascending argsort of its
+    real units' scores (float64), reversed, sorted as ``ties`` says (see ``TIES``).
 
-    >>> numpy_top_k(torch.tensor([[1.0, 3.0, 2.0]]), torch.ones(1, 3, dtype=torch.bool),
-    ...             torch.tensor([[1, 2]])).int().tolist()
-    [[[0, 1, 0], [0, 1, 1]]]
+    Ties at 2.0 and at 1.0: stable puts the later of two equal scores first.
+
+    >>> s, m = torch.tensor([[2.0, 1.0, 2.0, 1.0]]), torch.ones(1, 4, dtype=torch.bool)
+    >>> argsort_top_k(s, m, torch.tensor([[1, 3]]), "stable").int().tolist()
+    [[[0, 0, 1, 0], [1, 0, 1, 1]]]
     """
     rank = torch.full(mask.shape, mask.shape[1], dtype=torch.long)
     for row in range(mask.shape[0]):
         where = mask[row].nonzero().flatten()
-        order = np.argsort(scores[row, where].detach().double().cpu().numpy())[::-1]
-        rank[row, where[torch.as_tensor(order.copy())]] = torch.arange(len(where))
+        values = scores[row, where].detach().double().cpu().numpy()
+        if ties == "introsort":
+            order = introsort_argsort(values.tolist())
+        else:
+            order = np.argsort(values, kind="stable" if ties == "stable" else None)
+        order = torch.as_tensor(np.asarray(order, dtype=np.int64)[::-1].copy())
+        rank[row, where[order]] = torch.arange(len(where))
     return (rank.unsqueeze(1) < k.cpu().unsqueeze(2)) & mask.cpu().unsqueeze(1)
+
+
+def _less(a: float, b: float) -> bool:
+    return a < b or (math.isnan(b) and not math.isnan(a))  # numpy: NaN after every number
+
+
+def introsort_argsort(v: list[float]) -> list[int]:
+    """numpy's ascending ``argsort(kind="quicksort")`` in its portable C version
+    (``aquicksort_``): median-of-3 quicksort on partitions of more than 16 elements,
+    the larger side deferred, insertion sort below, heapsort past depth 2·floor(log2 n).
+    Equal to numpy 1.26.4's and 2.4.6's argsort run without SIMD on 4,518 arrays with
+    ties of 2 to 4,096 elements (heapsort reached in 77 partitions).
+
+    >>> introsort_argsort([1.0, 0.0, 1.0, 0.0])  # up to 16 elements: stable
+    [1, 3, 0, 2]
+    """
+    a = list(range(len(v)))
+    stack: list[tuple[int, int, int]] = []
+    pl, pr, depth = 0, len(v) - 1, 2 * max(len(v).bit_length() - 1, 0)
+    while True:
+        if depth < 0:
+            _heapsort(v, a, pl, pr - pl + 1)
+        else:
+            while pr - pl > SMALL_QUICKSORT:
+                pm = pl + ((pr - pl) >> 1)
+                for x, y in ((pm, pl), (pr, pm), (pm, pl)):  # median of three
+                    if _less(v[a[x]], v[a[y]]):
+                        a[x], a[y] = a[y], a[x]
+                pivot, pi, pj = v[a[pm]], pl, pr - 1
+                a[pm], a[pj] = a[pj], a[pm]
+                while True:
+                    pi += 1
+                    while _less(v[a[pi]], pivot):
+                        pi += 1
+                    pj -= 1
+                    while _less(pivot, v[a[pj]]):
+                        pj -= 1
+                    if pi >= pj:
+                        break
+                    a[pi], a[pj] = a[pj], a[pi]
+                a[pi], a[pr - 1] = a[pr - 1], a[pi]
+                depth -= 1
+                if pi - pl < pr - pi:
+                    stack.append((pi + 1, pr, depth))
+                    pr = pi - 1
+                else:
+                    stack.append((pl, pi - 1, depth))
+                    pl = pi + 1
+            for pi in range(pl + 1, pr + 1):  # insertion sort
+                vi, pj = a[pi], pi
+                while pj > pl and _less(v[vi], v[a[pj - 1]]):
+                    a[pj] = a[pj - 1]
+                    pj -= 1
+                a[pj] = vi
+        if not stack:
+            return a
+        pl, pr, depth = stack.pop()
+
+
+def _heapsort(v: list[float], a: list[int], start: int, n: int) -> None:
+    """numpy's ``aheapsort_`` on a[start:start + n], in place (heap indices from 1)."""
+    h = a[start:start + n]
+
+    def sift(tmp: int, i: int, size: int) -> None:
+        j = 2 * i
+        while j <= size:
+            if j < size and _less(v[h[j - 1]], v[h[j]]):
+                j += 1
+            if not _less(v[tmp], v[h[j - 1]]):
+                break
+            h[i - 1] = h[j - 1]
+            i, j = j, 2 * j
+        h[i - 1] = tmp
+
+    for top in range(n >> 1, 0, -1):
+        sift(h[top - 1], top, n)
+    for size in range(n - 1, 0, -1):
+        tmp = h[size]
+        h[size] = h[0]
+        sift(tmp, 1, size)
+    a[start:start + n] = h
 
 
 def candidates(metric: str, inp: MetricInput, segment: int | None,

@@ -624,3 +624,86 @@ def test_bad_params_are_input_errors(name, params, match):
 def test_empty_example_is_an_error_naming_it(name):
     with pytest.raises(InputError, match="ex1"):
         value(name, [X, []], [X_SCORES, []], segments=[[0] * len(X), []])
+
+
+# ---- ferret's tie order (ties=stable / introsort / numpy) ----------------------------------
+
+def _votes_input(ids, scores):
+    from benchmark.core.api import Batch
+    from metrics.variants import Votes
+    batch = Batch(torch.tensor([ids]), torch.ones(1, len(ids), dtype=torch.bool), ("a",))
+    perturber = Perturber(Votes())
+    return MetricInput(batch, torch.tensor([scores]), torch.tensor([0]),
+                       perturber.probs(batch), perturber)
+
+
+def test_stable_and_introsort_ties_put_the_later_equal_score_first():
+    """x = [2, 2, 3, 3], every score 1.0, k = ceil(0.25 · 4) = 1; p0(x) = 3/6. By position
+    the rationale is position 0 (a vote for class 0): erasing it leaves [2, 3, 3], p0 = 2/5,
+    comprehensiveness 1/2 − 2/5 = 0.1. ferret's argsort()[::-1] with a stable sort (and
+    numpy's own sort, stable up to 16 elements) takes position 3: [2, 2, 3], p0 = 3/5, −0.1."""
+    inp = _votes_input([2, 2, 3, 3], [1.0, 1.0, 1.0, 1.0])
+    comp = with_params(get_metric("comprehensiveness"), bins=(0.25,))
+    got = {t: with_params(comp, ties=t).compute(inp).values.item()
+           for t in (None, "stable", "introsort")}
+    assert got[None] == pytest.approx(0.5 - 2 / 5, abs=1e-6)  # float32 probabilities
+    assert got["stable"] == pytest.approx(0.5 - 3 / 5, abs=1e-6)
+    assert got["introsort"] == pytest.approx(0.5 - 3 / 5, abs=1e-6)
+
+
+def test_argsort_top_k_orders_ties_as_worked_by_hand():
+    from metrics.variants import argsort_top_k
+    scores = torch.tensor([[2.0, 1.0, 2.0, 1.0, 0.5]])
+    mask = torch.tensor([[True, True, True, True, False]])
+    # ascending stable argsort of the 4 real scores: 1, 3, 0, 2; reversed: 2, 0, 3, 1
+    got = argsort_top_k(scores, mask, torch.tensor([[1, 2, 3, 4]]), "stable")[0].int().tolist()
+    assert got == [[0, 0, 1, 0, 0], [1, 0, 1, 0, 0], [1, 0, 1, 1, 0], [1, 1, 1, 1, 0]]
+
+
+# numpy's default argsort of these arrays, taken from numpy 1.26.4 and 2.4.6 with their SIMD
+# sorts switched off (NPY_DISABLE_CPU_FEATURES): the answers ``introsort`` must reproduce
+INTROSORT_17 = ([0.75, 0.5, 0.75, 0.0, 0.0, 0.75, 0.75, 0.75, 0.25, 0.75, 0.0, 0.75, 0.75,
+                 0.25, 0.25, 0.0, 0.5],
+                [3, 4, 10, 15, 8, 14, 13, 16, 1, 6, 9, 5, 11, 12, 2, 7, 0])
+# organ pipe min(i, 256 − i): value v sits at v and 256 − v; 'e' where numpy puts the
+# earlier one first, for v = 1..127 (this array sends numpy's quicksort into heapsort)
+ORGAN_PIPE_FIRST = ("leeeellllllllleeeeeeellleeleeeellelleellllleleleeeeeeeeelllllleeeelelllell"
+                    "eelllleelleellelleeeellleleeleeellelellleelelelelllee")
+
+
+def test_introsort_is_numpys_own_argsort():
+    from metrics.variants import introsort_argsort
+    values, want = INTROSORT_17
+    assert introsort_argsort(values) == want
+    assert introsort_argsort(values) != sorted(range(17), key=lambda i: values[i])  # not stable
+    pipe = [float(min(i, 256 - i)) for i in range(256)]
+    order = introsort_argsort(pipe)
+    assert [pipe[i] for i in order] == sorted(pipe)
+    first = "".join("e" if order.index(v) < order.index(256 - v) else "l" for v in range(1, 128))
+    assert first == ORGAN_PIPE_FIRST
+
+
+def test_ferret_preset_uses_the_machine_free_order_and_unknown_ties_are_refused():
+    from metrics import resolve
+    assert resolve("comprehensiveness[preset=ferret]").spec.param("ties") == "introsort"
+    inp = _votes_input([2, 3], [1.0, 0.0])
+    with pytest.raises(InputError, match="unknown ties 'quick'.*stable, introsort, numpy"):
+        with_params(get_metric("comprehensiveness"), ties="quick").compute(inp)
+
+
+# ---- grow-diag-final's direction convention -------------------------------------------------
+
+def test_grow_diag_final_adds_forward_links_before_reverse_ones():
+    """2 source and 2 target words. The source→target model links (0, 0) and (1, 1); the
+    target→source model links its word 1 (our target 1) to its word 0 (our source 0):
+    (1, 0) in its frame, (0, 1) transposed. The intersection is empty, so nothing grows.
+    Final step, forward first: (0, 0) and (1, 1) enter (their words were unaligned); then
+    (0, 1) has source 0 and target 1 aligned already and stays out. Reverse first: (0, 1)
+    enters, then (0, 0) (target 0 unaligned) and (1, 1) (source 1 unaligned): all three."""
+    from benchmark.core.links import symmetrize, transpose
+    forward, reverse_own_frame = {(0, 0), (1, 1)}, {(1, 0)}
+    reverse = transpose(reverse_own_frame)
+    assert reverse == {(0, 1)}
+    assert symmetrize(forward, reverse, 2, 2, "grow-diag-final") == {(0, 0), (1, 1)}
+    assert symmetrize(reverse, forward, 2, 2, "grow-diag-final") == {(0, 0), (0, 1), (1, 1)}
+    assert symmetrize(forward, reverse, 2, 2, "intersect") == set()

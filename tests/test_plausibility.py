@@ -354,17 +354,75 @@ def test_token_f1_needs_a_rate():
         metric_of("token_f1", [[0.1, 0.2]], [[T, F]], rate=0.0)
 
 
-def test_token_f1_and_auprc_ids_do_not_collide_with_version_1():
-    assert get_metric("token_f1").spec.id == "token_f1@2"
-    assert get_metric("auprc").spec.id == "auprc@2"
-    assert get_metric("token_f1").spec.params == (("k_frac", None),)
-    assert with_params(get_metric("token_f1"), k_frac=0.2).spec.id == "token_f1[k_frac=0.2]@2"
+def test_plausibility_ids_do_not_collide_with_earlier_versions():
+    """token_f1 / auprc: version 1 was the rank-based r_precision / average_precision;
+    every version before the current one counted pieces on a subword model."""
+    assert get_metric("token_f1").spec.id == "token_f1@3"
+    assert get_metric("auprc").spec.id == "auprc@3"
+    assert get_metric("token_f1").spec.params == (("k_frac", None), ("granularity", None))
+    assert with_params(get_metric("token_f1"), k_frac=0.2).spec.id == "token_f1[k_frac=0.2]@3"
     assert resolve("token_f1[k_frac=0.2]").spec.param("k_frac") == 0.2
-    for old in ("token_f1@1", "auprc@1"):
-        with pytest.raises(InputError, match="version 1 requested, 2 registered"):
+    for old in ("token_f1@1", "auprc@2"):
+        with pytest.raises(InputError, match="version [12] requested, 3 registered"):
             resolve(old)
-    assert get_metric("r_precision").spec.id == "r_precision@1"
-    assert get_metric("average_precision").spec.id == "average_precision@1"
+    assert get_metric("r_precision").spec.id == "r_precision@2"
+    assert get_metric("average_precision").spec.id == "average_precision@2"
+    assert get_metric("token_f1_micro").spec.id == "token_f1_micro@2"
+    assert resolve("auprc[granularity=subword]").spec.id == "auprc[granularity=subword]@3"
+
+
+# ---- subword models: words are the unit ------------------------------------------------------
+# Pieces un ##funny | film | ok: words (0, 0, 1, 2); the reference marks word 0 (both of its
+# pieces); piece scores 0.3, 0.3, 0.5, 0.1, so word scores 0.6, 0.5, 0.1 and the words rank
+# 0, 1, 2 while the pieces rank 2, 0, 1, 3 (0 before 1 by position).
+#   r_precision        words: k = 1, top {0}: 1.       pieces: k = 2, top {2, 0}: 1/2
+#   average_precision  words: hit at rank 1: 1.        pieces: hits at 2, 3: (1/2 + 2/3)/2 = 7/12
+#   auprc              words: (1, 1) at once: 1.       pieces: θ = .5 gives (0, 0), θ = .3
+#                      (tied pair) (1, 2/3): trapezoid from (0, 1): 0 + (0 + 2/3)/2 = 1/3
+#   token_f1, ρ = 0.5  words: n = 3, k = 2, {0, 1}: 2·1/(2+1) = 2/3.
+#                      pieces: n = 4, k = 2, {2, 0}: 2·1/(2+2) = 1/2
+WORDS_EXPECTED = {"r_precision": (1.0, 0.5), "average_precision": (1.0, 7 / 12),
+                  "auprc": (1.0, 1 / 3)}
+
+
+def word_input(rate=None):
+    from benchmark.core.api import Batch
+    batch = Batch(torch.tensor([[5, 6, 7, 8, 0]]), torch.tensor([[T, T, T, T, F]]), ("x",),
+                  words=torch.tensor([[0, 0, 1, 2, 0]]))
+    return MetricInput(batch, torch.tensor([[0.3, 0.3, 0.5, 0.1, 9.0]]), torch.tensor([0]),
+                       torch.full((1, 2), 0.5), None, torch.tensor([[T, T, F, F, T]]),
+                       reference_rate=rate)
+
+
+@pytest.mark.parametrize("name", sorted(WORDS_EXPECTED))
+def test_plausibility_counts_words_on_a_subword_model(name):
+    words, pieces = WORDS_EXPECTED[name]
+    metric = get_metric(name)
+    assert metric.compute(word_input()).values.item() == pytest.approx(words, abs=1e-12)
+    sub = with_params(metric, granularity="subword").compute(word_input())
+    assert sub.values.item() == pytest.approx(pieces, abs=1e-12)
+
+
+def test_token_f1_counts_words_and_needs_k_frac_for_pieces():
+    got = get_metric("token_f1").compute(word_input(rate=0.5)).values.item()
+    assert got == pytest.approx(2 / 3, abs=1e-12)
+    micro = get_metric("token_f1_micro").compute(word_input(rate=0.5))
+    assert micro.stats.tolist() == [[1.0, 2.0, 1.0]]  # |S ∩ R|, |S|, |R| in words
+    sub = with_params(get_metric("token_f1"), granularity="subword", k_frac=0.5)
+    assert sub.compute(word_input()).values.item() == pytest.approx(0.5, abs=1e-12)
+    with pytest.raises(InputError, match="needs k_frac: the engine's rationale rate counts words"):
+        with_params(get_metric("token_f1"), granularity="subword").compute(word_input(rate=0.5))
+
+
+def test_engine_reference_rate_counts_words():
+    """un ##funny | film | ok with word 0 marked: 1 of 3 words (2 of 4 pieces); a word-level
+    example [T, F] gives 1/2; the mean is (1/3 + 1/2) / 2 = 5/12."""
+    from benchmark.core.api import Example
+    from benchmark.session import reference_rate
+    sub = Example("a", ("un", "##funny", "film", "ok"), 0, reference=(T, T, F, F),
+                  words=(0, 0, 1, 2))
+    plain = Example("b", ("good", "film"), 1, reference=(T, F))
+    assert reference_rate([sub, plain]) == pytest.approx(5 / 12, abs=1e-12)
 
 
 # ---- common to the four --------------------------------------------------------------------

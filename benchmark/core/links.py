@@ -86,8 +86,13 @@ def transpose(links) -> set[Link]:
 
 
 def symmetrize(forward, reverse, n_src: int, n_tgt: int, how: str) -> set[Link]:
-    """Combine one pair's forward links with its reverse links (both already in the
-    forward frame, (source, target)) by ``how``: intersect or grow-diag-final."""
+    """Combine one pair's forward links with its reverse links by ``how``: intersect or
+    grow-diag-final. ``forward``: read off the source→target model (the ``alignment``
+    task, which translates the files' ``src`` into ``tgt``: target word j's scores over
+    the source words give links (i, j)). ``reverse``: read off the target→source model
+    (``alignment_reverse``), whose own links are (j, i), passed through ``transpose`` to
+    (i, j) first. Both are in the forward frame, (source i, target j), as are the result
+    and the gold; only grow-diag-final's last step tells the two apart."""
     if how == "intersect":
         return intersect(forward, reverse)
     if how == "grow-diag-final":
@@ -100,6 +105,16 @@ def grow_diag_final(forward, reverse, n_src: int, n_tgt: int) -> set[Link]:
     next to (8-neighbourhood) an aligned point while either of their words is
     unaligned, repeating until nothing changes; then add remaining union links of each
     direction whose source or target word is still unaligned.
+
+    Direction convention. Links are (source i, target j) with ``forward`` from the
+    source→target model and ``reverse`` from the target→source one, transposed
+    (``symmetrize``). The grow step visits target words in order, in each its aligned
+    source words in order, and tries neighbours (Δi, Δj) = (−1, 0), (0, −1), (1, 0),
+    (0, 1), (−1, −1), (−1, 1), (1, −1), (1, 1). The final step adds ``forward``'s
+    remaining links before ``reverse``'s, each in (j, i) order, so swapping the two
+    arguments can change the result (a forward link can leave both words of a reverse
+    link aligned); fast_align's ``atools -c grow-diag-final -i FORWARD -j REVERSE``
+    also finishes with its first file first.
 
     Forward {(0, 0), (1, 1), (4, 3)}, reverse {(0, 0), (1, 1), (2, 1), (1, 0)}, 5 source
     and 4 target words. The intersection {(0, 0), (1, 1)} grows by (2, 1), a neighbour
