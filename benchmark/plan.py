@@ -1,16 +1,26 @@
 """What a run will do, as data: the configuration, and the frozen units it implies.
 
 A unit is one (task, model seed, explainer, metric) on one split and example limit.
-Its key hashes everything that changes its result — the model by its weights, so
-units are listed once a model is prepared (``units``) — and "done" is read off the
-results file by key. The key formula is that of schema 1: old result folders resume.
+Its key (``unit_key``) hashes everything that changes its result: the model's weights
+hash (``checkpoint``), the seed (the explainer's generator: one checkpoint evaluated
+with ``--seeds 0 1``, as ``--model-path`` is, gives two units), the data fingerprint
+(replacing a test file changes the examples but not the weights), the split and the
+limit, the explainer and the metric. Units are listed once a model is prepared
+(``units``), and "done" is read off the results file by key. The explanation cache
+under ``<out>/explanations`` is keyed the same way, with "explanations" as the metric.
+
+Schema 1 keys hashed only checkpoint, explainer, metric, split and limit: a result
+folder written before this key does not resume (its units run again, appended
+beside the old records); its records still load and rank.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import asdict, dataclass
 
 from benchmark.core.cache import content_hash
+from benchmark.core.errors import InputError
 
 DEFAULT_OUT = "faithbench-results"
 
@@ -25,7 +35,9 @@ class RunConfig:
     fresh: bool = False
     seeds: tuple[int, ...] = (0,)
     split: str | None = None  # None = the task's eval split (TaskSpec.split)
-    limit: int | None = None  # examples scored per task; None = the whole split
+    limit: int | None = None  # the first N examples of the split; None = the whole split
+    sample: int | None = None  # instead: N examples drawn at random (seeded), in split order
+    sample_seed: int = 0  # the draw's seed (``random.Random``)
     variant: str | None = None  # task-specific data variant (e.g. SST-2 training split)
     gold_out_of_range: str = "error"  # alignment gold links outside a sentence: error or drop
     train_limit: int | None = None
@@ -39,14 +51,48 @@ class RunConfig:
     address: str | None = None  # a Ray cluster's address (None: start a local one)
     batch_size: int = 32  # examples per explain call and per metric call
     chunk_size: int = 512  # rows per forward pass in the perturbation engine
-    time_budget_s: float = 5.0  # per example, per explainer call
+    time_budget_s: float = 5.0  # a plugin's, per example of <= 32 tokens; scaled with length
     isolation: str = "auto"  # where plugins run: auto (worker for outside plugins), process, none
     progress: bool = True
     write_leaderboard: bool = True
     notes: str = ""
 
+    def __post_init__(self):
+        for name in ("limit", "sample"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise InputError(f"--{name}: expected a whole number >= 1, got {value!r}")
+        if self.limit is not None and self.sample is not None:
+            raise InputError("--limit N (the first N examples) and --sample N (N at random) "
+                             "exclude each other; give one")
+
     def as_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def selection(self) -> int | dict | None:
+        """Which examples of the split are scored, as keys hash it: None (all), N (the
+        first N; the value schema-1 keys hashed), or {"sample": N, "seed": S}."""
+        if self.sample is not None:
+            return {"sample": self.sample, "seed": self.sample_seed}
+        return self.limit
+
+
+def select(prepared, split: str, config: RunConfig) -> list:
+    """The examples of ``split`` that ``config`` scores: all, the task's first ``limit``
+    (``prepared.examples``: alignment counts sentence pairs), or ``sample`` drawn without
+    replacement by ``random.Random(sample_seed)`` among the groups (``group_of``: the
+    rows of one sentence pair stay together), kept in split order. On a file sorted by
+    label the first N are a biased sample; the draw is not."""
+    if config.sample is None:
+        return prepared.examples(split, config.limit)
+    examples = prepared.examples(split)
+    groups = list(dict.fromkeys(prepared.group_of(e) for e in examples))
+    if config.sample >= len(groups):
+        return examples
+    chosen = set(random.Random(config.sample_seed).sample(groups, config.sample))
+    return [e for e in examples if prepared.group_of(e) in chosen]
 
 
 @dataclass(frozen=True)
@@ -58,7 +104,7 @@ class Unit:
     explainer: str  # canonical explainer id
     metric: str  # canonical metric id
     split: str
-    limit: int | None
+    limit: int | dict | None  # RunConfig.selection
     key: str
 
 
@@ -68,17 +114,20 @@ def models(config: RunConfig) -> list[tuple[str, int]]:
 
 
 def units(config: RunConfig, task: str, seed: int, checkpoint: str, split: str,
-          explainers: list[str], metrics: list[str]) -> list[Unit]:
+          explainers: list[str], metrics: list[str], *, data: str) -> list[Unit]:
     """Every unit of one model, explainer by explainer (each explainer's metrics share
-    its explanations), metrics in the given order."""
-    return [Unit(task, seed, e, m, split, config.limit,
-                 unit_key(checkpoint, e, m, split, config.limit))
+    its explanations), metrics in the given order; ``data`` is the task's data
+    fingerprint."""
+    return [Unit(task, seed, e, m, split, config.selection,
+                 unit_key(checkpoint, e, m, split, config.selection, seed=seed, data=data))
             for e in explainers for m in metrics]
 
 
 def unit_key(checkpoint: str, explainer_id: str, metric_id: str, split: str,
-             limit: int | None) -> str:
-    """Content key of one unit. ``checkpoint`` already hashes task, data, model
-    config and seed, so same inputs give the same key and any change a new unit."""
-    return content_hash({"checkpoint": checkpoint, "explainer": explainer_id,
-                         "metric": metric_id, "split": split, "limit": limit})
+             limit: int | None, *, seed: int, data: str) -> str:
+    """Content key of one unit (see the module docstring). The weights hash alone does
+    not name the examples (same weights, another test file) nor the explainer's seed
+    (a checkpoint from disk is the same for every seed), so both are hashed beside it."""
+    return content_hash({"checkpoint": checkpoint, "seed": seed, "data": data,
+                         "explainer": explainer_id, "metric": metric_id, "split": split,
+                         "limit": limit})

@@ -38,10 +38,10 @@ from benchmark.core.executor import make_executor
 from benchmark.core.isolation import plugin_caller
 from benchmark.core.perturb import Perturber
 from benchmark.core.provenance import environment
-from benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic
+from benchmark.core.records import ResultRecord, append_jsonl, read_jsonl, write_jsonl_atomic
 from benchmark.core.stats import as_estimate, bootstrap, corpus_bootstrap
 from benchmark.core.validation import model_eval
-from benchmark.plan import RunConfig, Unit, unit_key
+from benchmark.plan import RunConfig, Unit, select, unit_key
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,9 @@ class EvaluationSession:
         self.spec = prepared.spec
         self.from_file = examples is not None
         self.split = None if self.from_file else self.spec.split(config.split)
-        self.limit = None if self.from_file else config.limit
-        self.examples = examples if self.from_file else prepared.examples(self.split, self.limit)
+        # which examples of the split (first N, or a seeded sample), as keys hash it
+        self.limit = None if self.from_file else config.selection
+        self.examples = examples if self.from_file else select(prepared, self.split, config)
         # share=False forwards every requested variant (to measure what sharing saves)
         self.perturber = Perturber(prepared.model, chunk_size=config.chunk_size, share=share)
         self._probs: torch.Tensor | None = None
@@ -119,7 +120,7 @@ class EvaluationSession:
     def on_split(self, split: str, limit: int | None = None) -> EvaluationSession:
         """A session of the same model on another split (e.g. ROAR explains the training
         split); its explanations are cached under their own split key."""
-        config = replace(self.config, split=split, limit=limit)
+        config = replace(self.config, split=split, limit=limit, sample=None)
         return EvaluationSession(self.prepared, config, seed=self.seed, task=self.task,
                                  options=self.options)
 
@@ -166,27 +167,38 @@ class EvaluationSession:
     def explain(self, explainer: Explainer, *, cache: bool = True) -> Explained:
         """The explainer's scores of every example, for the session's targets.
 
-        Cached per (model weights, explainer, split, limit) under ``<out>/explanations``
-        when the examples are a split: a resumed run, or another verb on the same
-        ``--out``, does not explain again. Raises PluginError on the first bad batch;
-        each call is guarded (``benchmark.core.isolation``).
+        Cached under ``<out>/explanations`` when the examples are a split, keyed like a
+        unit (weights, seed, data fingerprint, split, limit, explainer: ``unit_key``): a
+        resumed run, or another verb on the same ``--out``, does not explain again.
+        Raises PluginError on the first bad batch; each call is guarded
+        (``benchmark.core.isolation``).
         """
         cache = cache and not self.from_file
         found = self.cached(explainer) if cache else None
         if found is not None:
             return found
-        explained = self._explain(explainer)
+        explained = self._explain(explainer, resumable=cache)
         if cache:
             self.store(explainer, explained)
         return explained
 
     def cached(self, explainer: Explainer) -> Explained | None:
-        """The cached explanations of the session's split, or None."""
-        rows = read_jsonl(self._explanations_path(explainer))
-        if rows and len(rows) == len(self.examples):
-            return Explained([r["scores"] for r in rows], [r["target"] for r in rows],
-                             rows[0].get("seconds", 0.0))
-        return None
+        """The cached explanations of the session's split, or None (also when the file's
+        ids or tokens are not the session's examples, one by one: its explanations
+        would belong to other sentences, so they are computed again)."""
+        path = self._explanations_path(explainer)
+        rows = read_jsonl(path)
+        if not rows:
+            return None
+        same = len(rows) == len(self.examples) and all(
+            r.get("id") == e.id and r.get("tokens") == list(e.tokens)
+            and len(r.get("scores", ())) == len(e.tokens) for r, e in zip(rows, self.examples))
+        if not same:
+            log.warning("%s: cached explanations are not of this session's examples; "
+                        "explaining again", path)
+            return None
+        return Explained([r["scores"] for r in rows], [r["target"] for r in rows],
+                         rows[0].get("seconds", 0.0))
 
     def store(self, explainer: Explainer, explained: Explained) -> None:
         """Put explanations computed elsewhere (e.g. by a sweep's worker on another
@@ -198,23 +210,42 @@ class EvaluationSession:
 
     def _explanations_path(self, explainer: Explainer) -> Path:
         key = unit_key(self.prepared.checkpoint, explainer.spec.id, "explanations", self.split,
-                       self.limit)
+                       self.limit, seed=self.seed, data=self.prepared.data_fingerprint)
         return (Path(self.config.out) / "explanations"
                 / f"{self.spec.name}-{explainer.spec.name}-{key}.jsonl")
 
-    def _explain(self, explainer: Explainer) -> Explained:
-        targets, size = self.targets, self.config.batch_size
-        scores, start = [], time.perf_counter()
-        bar = tqdm(total=len(self.examples), desc=f"explain {explainer.spec.name}",
-                   leave=False, disable=not self.config.progress)
+    def _explain(self, explainer: Explainer, *, resumable: bool = True) -> Explained:
+        """Batch by batch. On a split, each finished batch is appended to a partial file
+        beside the explanation cache, so a run that fails or is stopped at batch k starts
+        again at batch k; the file is removed once every batch is done (none is written
+        with ``resumable=False``: an uncached explanation leaves nothing under ``--out``)."""
+        targets, size, batches = self.targets, self.config.batch_size, self._batches(self.examples)
+        partial = None
+        if resumable and not self.from_file:
+            partial = self._explanations_path(explainer).with_suffix(".partial.jsonl")
+        done = _finished_batches(partial, batches, targets, size) if partial else []
+        scores = [s for line in done for s in line["scores"]]
+        seconds = sum(line["seconds"] for line in done)
+        bar = tqdm(total=len(self.examples), initial=len(scores), leave=False,
+                   desc=f"explain {explainer.spec.name}", disable=not self.config.progress)
         with plugin_caller(explainer, self.prepared.model, time_budget_s=self.config.time_budget_s,
                            isolation=self.config.isolation) as caller:
-            for i, (batch, _, _) in enumerate(self._batches(self.examples)):
+            for i in range(len(done), len(batches)):
+                batch, start = batches[i][0], time.perf_counter()
                 s = caller.explain(batch, targets[i * size : i * size + len(batch)], seed=self.seed)
-                scores += [s[r, : int(n)].tolist() for r, n in enumerate(batch.lengths)]
+                rows = [s[r, : int(n)].tolist() for r, n in enumerate(batch.lengths)]
+                took = time.perf_counter() - start
+                seconds += took
+                if partial:
+                    append_jsonl(partial, {"batch": i, "ids": list(batch.example_ids),
+                                           "targets": targets[i * size : i * size + len(batch)]
+                                           .tolist(), "scores": rows, "seconds": took})
+                scores += rows
                 bar.update(len(batch))
         bar.close()
-        return Explained(scores, targets.tolist(), time.perf_counter() - start)
+        if partial:
+            partial.unlink(missing_ok=True)
+        return Explained(scores, targets.tolist(), seconds)
 
     # -- score -----------------------------------------------------------------------------
 
@@ -290,11 +321,18 @@ class EvaluationSession:
     # -- records ---------------------------------------------------------------------------
 
     def estimate(self, metric, scored: Scored):
-        """Mean and bootstrap CI over examples, or for a corpus-level metric the
-        aggregated statistics with a bootstrap that re-aggregates resamples."""
+        """Mean and bootstrap CI over the examples that define the metric, or for a
+        corpus-level metric the aggregated statistics with a bootstrap that re-aggregates
+        resamples. A NaN value is undefined (e.g. ``taucorr_loo`` on a constant score
+        vector): left out of n and the CI, and counted in ``undefined``."""
         if metric.spec.aggregation is not None:
             return as_estimate(corpus_bootstrap(scored.stats, metric.spec.aggregation))
-        return bootstrap(scored.values)
+        undefined = np.isnan(scored.values)
+        if len(undefined) and undefined.all():
+            raise InputError(f"metric {metric.spec.id} is undefined (NaN) on all "
+                             f"{len(undefined)} examples of {self.spec.id}; there is no "
+                             "mean to report")
+        return replace(bootstrap(scored.values[~undefined]), undefined=int(undefined.sum()))
 
     def provenance(self) -> dict:
         """What every record says about the model it used: code and environment, data
@@ -349,11 +387,39 @@ class EvaluationSession:
         return self._collated[key]
 
 
-def per_example_rows(scored: Scored) -> list[dict]:
+def _finished_batches(path: Path, batches: list, targets: torch.Tensor, size: int) -> list[dict]:
+    """The lines of a partial explanation file that are this session's batches 0, 1, ...
+    in order (same example ids, targets and lengths); anything after the first line that
+    is not is cut off the file (e.g. written with another ``--batch-size``)."""
+    lines = read_jsonl(path)
+    good = 0
+    for i, line in enumerate(lines[: len(batches)]):
+        batch = batches[i][0]
+        if (line.get("batch") != i or line.get("ids") != list(batch.example_ids)
+                or line.get("targets") != targets[i * size : i * size + len(batch)].tolist()
+                or [len(r) for r in line.get("scores", ())] != batch.lengths.tolist()):
+            break
+        good = i + 1
+    if good < len(lines):
+        log.warning("%s: %d of %d finished batches match this session; explaining the rest",
+                    path, good, len(lines))
+        write_jsonl_atomic(path, lines[:good])
+    elif good:
+        log.info("%s: resuming after %d finished batches", path, good)
+    return lines[:good]
+
+
+def per_example_rows(scored: Scored, *, undefined: bool = False) -> list[dict]:
     """``{"id", "value"}`` per example (and ``"stats"`` for a corpus-level metric); a
-    value the example alone does not define (a zero denominator) is written as null."""
+    value the example alone does not define (a zero denominator) is written as null.
+
+    An example a per-example metric leaves undefined (NaN) has no row — the result's
+    n and mean are over the rest, and its estimate counts them in ``undefined`` — unless
+    ``undefined`` is set: then its row has a null value."""
     rows = []
     for i, (ex, v) in enumerate(zip(scored.ids, scored.values)):
+        if scored.stats is None and np.isnan(v) and not undefined:
+            continue
         row = {"id": ex, "value": float(v) if np.isfinite(v) else None}
         if scored.stats is not None:
             row["stats"] = [float(x) for x in scored.stats[i]]
@@ -406,9 +472,15 @@ def with_reference(examples: Sequence) -> list[int]:
 
 
 def reference_rate(examples: Sequence) -> float | None:
-    """Mean over the examples with a reference of |reference| / n (None if none has one)."""
-    rates = [sum(e.reference) / len(e.reference) for e in examples
-             if e.reference is not None and len(e.reference)]
+    """Mean over the examples with a reference of |reference| / n (None if none has one),
+    counted in words where the tokens are subword pieces, as plausibility metrics count."""
+    rates = []
+    for e in examples:
+        if e.reference is None or not len(e.reference):
+            continue
+        units = e.words if e.words is not None else range(len(e.reference))
+        marked = {u for u, bit in zip(units, e.reference) if bit}
+        rates.append(len(marked) / len(set(units)))
     return sum(rates) / len(rates) if rates else None
 
 

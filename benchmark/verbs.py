@@ -13,9 +13,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import submissions
+import tasks as task_registry
 from benchmark.core import stats
 from benchmark.core.cache import content_hash
-from benchmark.core.errors import DataFileError, InputError, PluginError
+from benchmark.core.errors import DataFileError, InputError, NotUtf8Error, PluginError
 from benchmark.core.isolation import plugin_caller
 from benchmark.core.records import (
     AgreementRecord,
@@ -26,28 +27,53 @@ from benchmark.core.records import (
 )
 from benchmark.core.validation import CheckResult, run_checks
 from benchmark.plan import RunConfig
-from benchmark.runner import RunSummary, metrics_for, record_failure, resolve_explainer, run
+from benchmark.runner import (
+    RunSummary,
+    check_explainer,
+    metrics_for,
+    record_failure,
+    resolve_explainer,
+    run,
+    serviceable,
+)
 from benchmark.session import open_session, per_example_rows
 from metrics.agreement import agreement_matrix, check_k_frac
 
 
 def explain_to_file(task: str, explainer: str, out_file: str, config: RunConfig) -> int:
     """Write one object per example: id, tokens (as the model sees them), scores, target,
-    and what the example carries (segments of a pair; an alignment row's sentence,
-    position, prefix and target_word), so ``faithbench score`` can read it back."""
+    and what the example carries (segments of a pair; on a subword model the word of each
+    piece, ``words``; an alignment row's sentence, position, prefix and target_word), so
+    ``faithbench score`` reads back the examples ``run`` scores, words grouped alike."""
     session = open_session(task, config)
-    explained = session.explain(resolve_explainer(explainer), cache=False)
+    # as examples, not a split: nothing is cached or kept part-done under ``config.out``,
+    # which for this verb names the output file
+    explained = session.on(session.examples).explain(resolve_explainer(explainer))
     write_jsonl_atomic(Path(out_file), [
         {"id": e.id, "tokens": list(e.tokens), "scores": s, "target": t,
          **({"segments": list(e.segments)} if e.segments is not None else {}),
+         **({"words": _numbered(e.words)} if e.words is not None else {}),
          **{k: list(v) if isinstance(v, tuple) else v for k, v in (e.extras or {}).items()}}
         for e, s, t in zip(session.examples, explained.scores, explained.targets)
     ])
     return len(session.examples)
 
 
+def _numbered(words: Sequence[int]) -> list[int]:
+    """Word ids renumbered 0, 1, ... in order of appearance (a pair cut to the model's
+    length may skip the ids of dropped words); the grouping is the same.
+
+    >>> _numbered((0, 0, 1, 4, 4, 5))
+    [0, 0, 1, 2, 2, 3]
+    """
+    first: dict[int, int] = {}
+    return [first.setdefault(w, len(first)) for w in words]
+
+
 def read_explanations(path: str, n_labels: int) -> list[dict]:
-    """Rows of an explanations file, checked: id, tokens, scores (same length), target."""
+    """Rows of an explanations file, checked: id, tokens, scores (same length), target.
+    An optional ``words`` field (subword models) is checked by the task, which knows
+    whether its tokens are pieces (``examples_from_rows``)."""
     rows = read_jsonl(Path(path))
     if not rows:
         raise DataFileError(path, None, None, "no explanations in file")
@@ -82,7 +108,8 @@ def score_file(task: str, explanations: str | Sequence[str], config: RunConfig,
 
     The target of each row is its ``target`` field if given, else the task's own
     target (a classifier's predicted class, the ERASER convention). Returns one summary
-    row per (file, metric). Several files (e.g. one per explainer) share one model and
+    row per (file, metric): the estimate over the examples that define the metric, and
+    ``undefined``, how many do not (their per-example rows have a null value). Several files (e.g. one per explainer) share one model and
     one perturbation engine, so a variant two explainers both ask for (every
     leave-one-out input, the empty input) is forwarded once.
     """
@@ -103,6 +130,7 @@ def score_file(task: str, explanations: str | Sequence[str], config: RunConfig,
                 raise InputError(f"metric {m.spec.name} compares with reference rationales, "
                                  f"which the rows of {path} do not carry; it runs in "
                                  "`faithbench run` on tasks that have them")
+        check_words(path, session.examples, base.examples, metrics)
         where = {"explanations": str(path)} if len(files) > 1 else {}
         for metric in metrics:
             scored = session.score(metric, [r["scores"] for r in rows])
@@ -112,16 +140,52 @@ def score_file(task: str, explanations: str | Sequence[str], config: RunConfig,
                             "seconds": scored.seconds, "rows_forwarded": scored.rows_forwarded,
                             "rows_requested": scored.rows_requested})
             per_example += [{**where, "metric": metric.spec.id, **row}
-                            for row in per_example_rows(scored)]
+                            for row in per_example_rows(scored, undefined=True)]
     if per_example_out:
         write_jsonl_atomic(Path(per_example_out), per_example)
     return summary
 
 
+def check_words(path: str, rows: Sequence, task_examples: Sequence, metrics) -> None:
+    """Refuse a row whose pieces are not grouped into words (no ``words`` field, and no
+    example of the task with its id and pieces) where the model is a subword one (its
+    own examples have words) and a metric counts words: scoring it piece by piece would
+    silently give other numbers than ``run``."""
+    if not any(e.words is not None for e in task_examples):
+        return
+    by_words = [m.spec.id for m in metrics
+                if dict(m.spec.params).get("granularity", "subword") != "subword"]
+    missing = next((line for line, e in enumerate(rows, start=1) if e.words is None), None)
+    if by_words and missing is not None:
+        raise DataFileError(path, missing, "words", (
+            f"id {rows[missing - 1].id!r} is not an example of the task with these pieces, "
+            "and the row gives no word of each piece; metrics count words on a subword "
+            f"model ({by_words[0]}): add `words` (as `faithbench explain` writes them), or "
+            "score pieces with granularity=subword (e.g. --metrics "
+            "'comprehensiveness[granularity=subword]')"))
+
+
 def predict(task: str, input_file: str, config: RunConfig) -> list[dict]:
-    """``{"id", "probs", "label"}`` for each ``{"id", "tokens"}`` line of ``input_file``."""
+    """``{"id", "probs", "label"}`` for each ``{"id", "tokens"}`` line of ``input_file``.
+    The file is read before any model is prepared: a missing or empty file, bytes that
+    are not UTF-8, or a row with no token (nothing to predict from) is an error naming
+    the file and line."""
+    path = Path(input_file)
+    if not path.is_file():
+        raise InputError(f"{input_file}: no such file (expected JSON Lines of id, tokens)")
+    try:
+        rows = read_jsonl(path)
+    except UnicodeDecodeError as exc:
+        raise NotUtf8Error.at(input_file, exc.object, exc.start) from None
+    if not rows:
+        raise DataFileError(input_file, None, None, "no rows: the file is empty")
+    for line, row in enumerate(rows, start=1):
+        if row.get("tokens") == []:
+            raise DataFileError(input_file, line, "tokens", "empty token list: nothing to "
+                                "predict from")
+    if not task_registry.get_task(task).spec.labels:
+        raise InputError(f"predict gives class probabilities; task {task!r} has no classes")
     session = open_session(task, config)
-    rows = read_jsonl(Path(input_file))
     session = session.on(session.prepared.examples_from_rows(input_file, rows))
     labels = session.spec.labels
     return [{"id": r["id"], "probs": [round(float(x), 6) for x in p],
@@ -141,11 +205,22 @@ def agreement(task: str, config: RunConfig, *, k_frac: float = 0.2
     check_k_frac(k_frac)
     start = time.perf_counter()
     out = Path(config.out)
+    refs = list(dict.fromkeys(config.explainers or submissions.REFERENCE))  # unique, in order
+    for ref in refs:  # a typo stops here, before the model is prepared
+        check_explainer(ref)
     session = open_session(task, config)
-    failures, loaded = [], []
-    for ref in dict.fromkeys(config.explainers or submissions.REFERENCE):  # unique, in order
+    failures, chosen = [], []
+    for ref in refs:
         try:
-            explainer = resolve_explainer(ref)
+            chosen.append((ref, resolve_explainer(ref)))
+        except PluginError as exc:
+            failures.append(record_failure(out, exc, session.spec.id, ref, session.seed))
+    if not config.explainers:  # the default set: only those this model can serve, as in run
+        kept = serviceable([e for _, e in chosen], session.prepared.model, session.spec.id)
+        chosen = [(ref, e) for ref, e in chosen if any(e is k for k in kept)]
+    loaded = []
+    for ref, explainer in chosen:
+        try:
             explained = session.explain(explainer)
         except PluginError as exc:
             failures.append(record_failure(out, exc, session.spec.id, ref, session.seed))
@@ -161,7 +236,7 @@ def agreement(task: str, config: RunConfig, *, k_frac: float = 0.2
     seed, split = session.seed, session.split
     record = AgreementRecord(
         key=content_hash({"checkpoint": session.prepared.checkpoint, "explainers": ids,
-                          "split": split, "limit": config.limit, "k_frac": k_frac,
+                          "split": split, "limit": config.selection, "k_frac": k_frac,
                           "kind": "agreement"}),
         task=session.spec.id,
         model_seed=seed,
@@ -191,7 +266,7 @@ def validate_plugin(ref: str, config: RunConfig, n_examples: int = 8) -> list[Ch
     except PluginError as exc:
         return [CheckResult("load", False, str(exc))]
     session = open_session("synthetic", replace(config, data_dir=None, variant=None,
-                                                split=None, limit=n_examples))
+                                                split=None, limit=n_examples, sample=None))
     batch, _, _ = next(session.prepared.batches(session.examples, n_examples))
     target = session.targets
     with plugin_caller(plugin, session.prepared.model, time_budget_s=config.time_budget_s,

@@ -1,10 +1,14 @@
 """What every classification task shares: examples, vocabulary, a cached trained
 model, and batches. A task module supplies only its spec and how to read its data.
 
-Trained models are cached under ``cache_dir()/models`` keyed by a hash of the data
-fingerprint, model config, training config and seed (``cache_key``); a second run
-loads the file. Records and leaderboard suites name a model by ``checkpoint``, the
-hash of its weights: two results pair only when they came from the same weights,
+Trained models are cached under ``cache_dir()/models`` keyed by a hash of what
+training reads, the fingerprint of the training and validation splits, with model
+config, training config and seed (``cache_key``); a second run loads the file, also
+when it evaluates another test file (the accuracy of a split whose data changed is
+measured again and saved in the file). A ``--model-path`` checkpoint is never trained:
+its key (of the accuracy kept beside it) hashes every split it is evaluated on.
+Records and leaderboard suites name a model by ``checkpoint``, the hash of its
+weights: two results pair only when they came from the same weights,
 whichever run or machine trained them. The seed is set before the model is built,
 so it decides the initial weights as well as the order of the training batches.
 """
@@ -44,12 +48,13 @@ class ReadyTask:
     model: torch.nn.Module  # implements the model surface of benchmark.core.api
     accuracy: dict[str, float]
     checkpoint: str  # weights hash (benchmark.core.cache.weights_hash)
-    cache_key: str  # hash of data fingerprint + configs + seed: the cached file's name
+    cache_key: str  # hash of training data + configs + seed: the cached file's name
     data_fingerprint: str
     config: dict
     history: list = field(default_factory=list)
     loaded_from_cache: bool = False
     checkpoint_file: Path | None = None  # the cached weights (a retraining job ships it)
+    _by_id: dict | None = field(default=None, repr=False, compare=False)  # see task_words
 
     @property
     def n_outputs(self) -> int:
@@ -72,7 +77,10 @@ class ReadyTask:
 
     def examples_from_rows(self, path, rows: list[dict]) -> list[Example]:
         """``{"id", "tokens"}`` rows (and ``segments`` for a pair task) as examples with
-        no gold label (-1)."""
+        no gold label (-1). On a subword model the pieces are grouped into words as
+        ``run`` groups them: by the row's ``words`` field, else by the task's own example
+        of that id and those pieces (``task_words``), else not at all (words None; scoring
+        then refuses the row unless every metric ranks pieces)."""
         pairs = self.spec.kind == PAIR_CLASSIFICATION
         out = []
         for line, row in enumerate(rows, start=1):
@@ -82,14 +90,29 @@ class ReadyTask:
             tokens = row["tokens"]
             if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
                 raise DataFileError(path, line, "tokens", "expected a list of strings")
-            words = None
+            segments, words = _segments(path, line, row) if pairs else None, None
             if isinstance(self.vocab, transformer.Pieces):  # the model's pieces, grouped
                 self.vocab.check(path, line, tokens)
-                words = _words(path, line, row) or transformer.words_of(tokens)
-            out.append(Example(str(row["id"]), tuple(tokens), -1,
-                               segments=_segments(path, line, row) if pairs else None,
+                words = _words(path, line, row) or self.task_words(str(row["id"]),
+                                                                   tuple(tokens), segments)
+            out.append(Example(str(row["id"]), tuple(tokens), -1, segments=segments,
                                words=words))
         return out
+
+    def task_words(self, example_id: str, tokens: tuple[str, ...],
+                   segments: tuple[int, ...] | None = None) -> tuple[int, ...] | None:
+        """The words of the task's own example ``example_id`` if it has exactly these
+        pieces (and segments): the grouping of the task's tokenization, which pieces
+        alone do not give (``'s`` is two pieces and one word of SST's, and a tokenizer
+        without ``##`` marks no word starts at all). None if no example matches."""
+        if self._by_id is None:
+            self._by_id = {}
+            for rows in self.splits.values():
+                for e in rows:
+                    self._by_id.setdefault(e.id, []).append(e)
+        found = {e.words for e in self._by_id.get(example_id, ())
+                 if e.tokens == tokens and e.segments == segments and e.words is not None}
+        return found.pop() if len(found) == 1 else None
 
     def encode(self, tokens: Sequence[str]) -> list[int]:
         return self.vocab.encode(tokens)
@@ -143,7 +166,8 @@ class ClassificationTask:
             spec, splits, vocab, config, build, pretrained, tconf = transformer.setup(
                 self, options, splits)
             fingerprint = data_fingerprint(splits)
-            key = content_hash({"data": fingerprint, **config})
+            read = fingerprint if pretrained else self._trained_on(splits)
+            key = content_hash({"data": read, **config})
             return Setup(spec, splits, fingerprint, vocab, build, tconf, config, key,
                          checkpoint_path(self.spec.name, key), pretrained)
         if options.transform is not None:  # e.g. ROAR: every split masked before training
@@ -161,9 +185,15 @@ class ClassificationTask:
                   "train": tconf.as_dict(), "seed": options.seed, "min_freq": self.min_freq}
         if options.transform is not None:  # absent otherwise: clean models keep their keys
             config["transform"] = options.transform.key
-        key = content_hash({"data": fingerprint, **config})
+        key = content_hash({"data": self._trained_on(splits), **config})
         return Setup(self.spec, splits, fingerprint, vocab, lambda: self.model_class(mconf), tconf,
                      config, key, checkpoint_path(self.spec.name, key))
+
+    def _trained_on(self, splits: dict[str, list[Example]]) -> str:
+        """Fingerprint of what training reads: the training split and the validation
+        split (early stopping), not the splits it is evaluated on."""
+        return data_fingerprint({s: splits[s] for s in (self.train_split, self.val_split)
+                                 if s in splits})
 
     def prepare(self, options: TaskOptions = TaskOptions(), *, progress: bool = True) -> ReadyTask:
         st = self._setup(options)
@@ -180,6 +210,7 @@ class ClassificationTask:
             ready.accuracy, ready.history, ready.loaded_from_cache = saved["accuracy"], saved["history"], True
             ready.checkpoint = weights_hash(model.state_dict())
             model.eval()
+            self._refresh_accuracy(ready, saved, path)
             return ready
         tconf = st.tconf
         size = min(256, getattr(model, "max_rows_per_pass", 256))  # rows per eval pass
@@ -203,16 +234,37 @@ class ClassificationTask:
         ready.checkpoint = weights_hash(model.state_dict())
         blob = {"state_dict": model.state_dict(), "accuracy": ready.accuracy,
                 "history": ready.history, "config": st.config,
-                "vocab": getattr(st.vocab, "itos", None), "weights": ready.checkpoint}
+                "vocab": getattr(st.vocab, "itos", None), "weights": ready.checkpoint,
+                "fingerprints": split_fingerprints(splits)}
         atomic_write(path, lambda tmp: torch.save(blob, tmp))
         return ready
 
-    def _accuracy(self, ready: ReadyTask) -> dict[str, float]:
-        """Accuracy on every labelled split but the training one."""
+    def _refresh_accuracy(self, ready: ReadyTask, saved: dict, path: Path) -> None:
+        """A cached model evaluated on a split whose data is not the one its accuracy was
+        measured on (e.g. another test file; the model is keyed by its training data
+        only): that split's accuracy is measured again and saved in the file."""
+        now, then = split_fingerprints(ready.splits), saved.get("fingerprints", {})
+        stale = [s for s in self._accuracy_splits(ready) if then.get(s) != now[s]]
+        if not stale:
+            return
+        log.info("%s: measuring accuracy on changed split(s) %s", ready.spec.id,
+                 ", ".join(stale))
+        ready.accuracy = {s: a for s, a in ready.accuracy.items() if s in now}
+        ready.accuracy.update(self._accuracy(ready, stale))
+        blob = {**saved, "accuracy": ready.accuracy, "fingerprints": now}
+        atomic_write(path, lambda tmp: torch.save(blob, tmp))
+
+    def _accuracy_splits(self, ready: ReadyTask) -> list[str]:
+        """Every labelled split but the training one."""
+        return [split for split, rows in ready.splits.items()
+                if split != self.train_split and all(e.label >= 0 for e in rows)]
+
+    def _accuracy(self, ready: ReadyTask, splits: list[str] | None = None) -> dict[str, float]:
+        """Accuracy on ``splits`` (default: every labelled split but the training one)."""
         size = min(256, getattr(ready.model, "max_rows_per_pass", 256))
-        return {split: accuracy(ready.model, [(b, y) for b, y, _ in ready.batches(rows, size)])
-                for split, rows in ready.splits.items()
-                if split != self.train_split and all(e.label >= 0 for e in rows)}
+        return {split: accuracy(ready.model,
+                                [(b, y) for b, y, _ in ready.batches(ready.splits[split], size)])
+                for split in (self._accuracy_splits(ready) if splits is None else splits)}
 
     def _evaluate_pretrained(self, ready: ReadyTask, path: Path) -> ReadyTask:
         """A checkpoint from disk: weights hashed, accuracy measured once per data and
@@ -276,6 +328,11 @@ def data_fingerprint(splits: dict[str, list[Example]]) -> str:
                                 + ((e.segments,) if e.segments is not None else ())
                                 for e in rows]
                          for name, rows in sorted(splits.items())})
+
+
+def split_fingerprints(splits: dict[str, list[Example]]) -> dict[str, str]:
+    """The data fingerprint of each split alone."""
+    return {name: data_fingerprint({name: rows}) for name, rows in splits.items()}
 
 
 def checkpoint_path(name: str, key: str) -> Path:

@@ -16,7 +16,8 @@ order, any case: the adapter reorders its outputs); a checkpoint with generic
 Tokens. An example's words (the task's own tokenization, e.g. SST's PTB tokens) are
 cut into the model's subword pieces; ``Example.tokens`` are the pieces (what
 explainers score and explanation files carry), ``Example.words`` the word of each
-piece, ``segments`` and a word-level ``reference`` are copied to every piece of the
+piece (explanation files carry it as ``words``: pieces alone do not say where a word
+starts), ``segments`` and a word-level ``reference`` are copied to every piece of the
 word. Special tokens are not part of the example: the model adds them
 (``benchmark.core.models.transformer``).
 """
@@ -151,17 +152,6 @@ def _assemble(tokenizer, example: Example, spans, max_pieces: int) -> Example:
         segments=tuple(seg) if example.segments is not None else None,
         reference=None if example.reference is None else tuple(example.reference[w] for w in word),
     )
-
-
-def words_of(pieces) -> tuple[int, ...]:
-    """Word index of each WordPiece piece: a ``##`` piece continues the word before it
-    (how an explanation file's pieces are grouped when it gives no ``words``)."""
-    out, word = [], -1
-    for i, piece in enumerate(pieces):
-        if not (piece.startswith("##") and i):
-            word += 1
-        out.append(word)
-    return tuple(out)
 
 
 def file_sha256(path: Path) -> str:

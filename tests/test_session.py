@@ -29,6 +29,7 @@ from benchmark.core.vocab import UNK
 from benchmark.plan import RunConfig
 from benchmark.runner import run
 from benchmark.session import EvaluationSession, open_session
+from tasks.classification import data_fingerprint
 from tasks.synthetic import TASK as SYNTHETIC
 
 FAST = dict(limit=24, batch_size=8, progress=False)
@@ -88,12 +89,13 @@ def test_every_verb_prepares_the_model_once(tmp_path, synthetic_ready, monkeypat
     assert len(calls) == 4
 
 
-def test_units_keep_the_schema_1_key(synthetic_ready):
+def test_units_are_keyed_by_weights_seed_and_data(synthetic_ready):
     config = RunConfig(limit=7)
-    [unit] = plan.units(config, "synthetic", 0, "abc", "test", ["e@1"], ["m@1"])
+    [unit] = plan.units(config, "synthetic", 0, "abc", "test", ["e@1"], ["m@1"], data="fp")
     assert unit == plan.Unit("synthetic", 0, "e@1", "m@1", "test", 7, unit.key)
-    assert unit.key == content_hash({"checkpoint": "abc", "explainer": "e@1", "metric": "m@1",
-                                     "split": "test", "limit": 7})
+    assert unit.key == content_hash({"checkpoint": "abc", "seed": 0, "data": "fp",
+                                     "explainer": "e@1", "metric": "m@1", "split": "test",
+                                     "limit": 7})
     with pytest.raises(dataclasses.FrozenInstanceError):
         unit.key = "x"
     assert plan.models(RunConfig(tasks=("a", "b"), seeds=(0, 1))) == [
@@ -164,8 +166,9 @@ def test_a_retraining_metric_gets_task_trainer_and_executor(tmp_path, monkeypatc
     # the retrained model: its own cache entry, trained on masked data
     clean = SYNTHETIC.prepare(TaskOptions(train_limit=300, epochs=2), progress=False)
     assert clean.loaded_from_cache and "transform" not in clean.config
-    # a clean model's key is the schema-1 formula: data + config, no transform field
-    assert clean.cache_key == content_hash({"data": clean.data_fingerprint, **clean.config})
+    # a clean model's key: what training reads (train + validation) + config, no transform
+    trained_on = data_fingerprint({s: clean.splits[s] for s in ("train", "validation")})
+    assert clean.cache_key == content_hash({"data": trained_on, **clean.config})
     transform = _transform_of(inp)
     again = inp.trainer(transform, 0)
     assert again.loaded_from_cache and again.cache_key != clean.cache_key
@@ -235,12 +238,12 @@ def test_score_file_refuses_a_plausibility_metric_without_references(tmp_path, s
 
 def test_reference_explainers_are_a_registry_with_did_you_mean():
     import submissions
-    from benchmark.core.errors import FaithbenchError, PluginError, UnknownNameError
+    from benchmark.core.errors import FaithbenchError, UnknownNameError
     from benchmark.runner import resolve_explainer
 
     assert submissions.REFERENCE == tuple(submissions.REGISTRY.names())
     assert resolve_explainer("gradient") is submissions.get_explainer("gradient")
-    with pytest.raises(PluginError, match="did you mean 'gradient'"):
+    with pytest.raises(UnknownNameError, match="did you mean 'gradient'"):  # bad input, exit 2
         resolve_explainer("gradiant")
     with pytest.raises(UnknownNameError, match="did you mean 'occlusion'"):
         submissions.get_explainer("occlusoin")
@@ -259,3 +262,79 @@ def test_run_summary_counts_rows_requested_and_forwarded(tmp_path, synthetic_rea
     # flip_rate's variant is aopc_morf's k = 1: forwarded by aopc_morf, free afterwards
     flip = [t for r, t in zip(summary.results, units) if r.metric.startswith("flip_rate")]
     assert all(t["rows_requested"] == 24 and t["rows_forwarded"] == 0 for t in flip)
+
+
+class _Counting:
+    """Scores = token ids; records each call's example ids; raises on call ``fail_at``."""
+
+    def __init__(self, fail_at: int | None = None):
+        from benchmark.core.api import ExplainerSpec
+
+        self.spec = ExplainerSpec(name="counting", version="1")
+        self.calls, self.fail_at = [], fail_at
+
+    def explain(self, model, batch, target, *, rng):
+        self.calls.append(batch.example_ids)
+        if len(self.calls) == self.fail_at:
+            raise RuntimeError("fails on this batch")
+        return batch.ids.float()
+
+
+def test_a_failed_explainer_keeps_its_finished_batches(tmp_path, synthetic_ready):
+    """Batch 3 of 3 fails: batches 1-2 stay in a partial file beside the explanation
+    cache, and the rerun explains batch 3 only. Before: everything explained was lost
+    (the audit's 96 IMDB reviews), and the rerun explained all 3 batches again."""
+    from benchmark.core.errors import PluginError
+
+    config = RunConfig(out=str(tmp_path), isolation="none", **FAST)  # 24 examples, batches of 8
+    session = EvaluationSession(synthetic_ready, config, seed=0)
+    first = _Counting(fail_at=3)
+    with pytest.raises(PluginError, match="fails on this batch"):
+        session.explain(first)
+    ids = [e.id for e in session.examples]
+    assert first.calls == [tuple(ids[0:8]), tuple(ids[8:16]), tuple(ids[16:24])]
+    again = _Counting()
+    explained = session.explain(again)
+    assert again.calls == [tuple(ids[16:24])]
+    want = [synthetic_ready.encode(e.tokens) for e in session.examples]  # scores = token ids
+    assert explained.scores == [[float(i) for i in row] for row in want]
+    assert explained.targets == session.targets.tolist()
+    assert [p.name.endswith(".partial.jsonl") for p in (tmp_path / "explanations").iterdir()] \
+        == [False]  # the partial file is gone; the whole cache is there
+    third = _Counting()
+    assert session.explain(third).scores == explained.scores and third.calls == []
+
+
+def test_finished_batches_of_another_batch_size_are_not_reused(tmp_path, synthetic_ready):
+    """The partial file holds batches of 8; a rerun with batches of 4 cannot reuse them
+    (its batch 0 is other examples than the file's), so it explains all 6 batches."""
+    from benchmark.core.errors import PluginError
+
+    config = RunConfig(out=str(tmp_path), isolation="none", **FAST)
+    with pytest.raises(PluginError):
+        EvaluationSession(synthetic_ready, config, seed=0).explain(_Counting(fail_at=3))
+    smaller = EvaluationSession(synthetic_ready, dataclasses.replace(config, batch_size=4), seed=0)
+    again = _Counting()
+    explained = smaller.explain(again)
+    assert len(again.calls) == 6
+    assert explained.scores == [[float(i) for i in synthetic_ready.encode(e.tokens)]
+                                for e in smaller.examples]
+
+
+def test_predict_refuses_an_empty_row_before_preparing_a_model(tmp_path, monkeypatch):
+    """Before: ``{"tokens": []}`` came back with probabilities (of an empty input)."""
+    from benchmark.core.errors import DataFileError, NotUtf8Error
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("bad input must be refused before a model is prepared")
+
+    monkeypatch.setattr(verbs, "open_session", no_model)
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"id": "a", "tokens": ["good"]}\n{"id": "b", "tokens": []}\n')
+    with pytest.raises(DataFileError, match="empty token list") as info:
+        verbs.predict("synthetic", str(path), RunConfig(progress=False))
+    assert (info.value.line, info.value.field) == (2, "tokens")
+    path.write_bytes(b'{"id": "a", "tokens": ["good"]}\n{"id": "b", "tokens": ["\xff"]}\n')
+    with pytest.raises(NotUtf8Error) as info:
+        verbs.predict("synthetic", str(path), RunConfig(progress=False))
+    assert (info.value.line, info.value.offset) == (2, 32 + 24)  # 24 bytes before it on line 2

@@ -314,7 +314,7 @@ def test_model_path_checkpoint_is_evaluated_with_outputs_in_task_order(
 
 def test_pieces_carry_words_segments_and_word_rationales(tokenizer):
     from benchmark.core.api import Example
-    from tasks.transformer import to_pieces, words_of
+    from tasks.transformer import to_pieces
     ex = Example("x", ("valueless", "film", "ok"), 1, reference=(True, False, True),
                  segments=(0, 0, 1))
     out = to_pieces(tokenizer, ex, 100)
@@ -323,7 +323,6 @@ def test_pieces_carry_words_segments_and_word_rationales(tokenizer):
     assert out.words == (0,) * n + (1, 2)
     assert out.segments == (0,) * (n + 1) + (1,)
     assert out.reference == (True,) * n + (False, True)
-    assert words_of(out.tokens) == out.words
     short = to_pieces(tokenizer, ex, 2)  # the longer sentence loses pieces first
     assert len(short.tokens) == 2 and short.segments == (0, 1)
 
@@ -334,12 +333,24 @@ def test_explanation_rows_must_carry_the_models_pieces(tmp_path, tokenizer, shar
     ready = tasks.get_task("sentiment").prepare(TaskOptions(
         data_dir=str(shared_data), variant="sentences", model_path=str(tmp_path),
         train_limit=50), progress=False)
-    rows = [{"id": "a", "tokens": ["the", "value", "##less", "film"]}]
+    rows = [{"id": "a", "tokens": ["the", "value", "##less", "film"], "words": [0, 1, 1, 2]}]
     assert ready.examples_from_rows("f.jsonl", rows)[0].words == (0, 1, 1, 2)
     with pytest.raises(DataFileError, match="line 2.*tokens.*not a piece"):
         ready.examples_from_rows("f.jsonl", rows + [{"id": "b", "tokens": ["Unbearable!"]}])
     with pytest.raises(DataFileError, match="words"):
         ready.examples_from_rows("f.jsonl", [{**rows[0], "words": [0, 2, 2, 2]}])
+    # no words field: the task's own example of that id and those pieces groups them.
+    # test-1 has SST's token "'s" (moore 's): two pieces, ' and s, of one word, which
+    # a ## rule would split in two
+    task_ex = next(e for e in ready.examples("test") if e.id == "test-1")
+    at = task_ex.tokens.index("moore")
+    assert task_ex.tokens[at : at + 3] == ("moore", "'", "s")
+    [got] = ready.examples_from_rows("f.jsonl", [{"id": "test-1", "tokens": list(task_ex.tokens)}])
+    w = got.words
+    assert w == task_ex.words and w[at + 1] == w[at + 2] == w[at] + 1
+    # another id, or other pieces: no grouping is guessed
+    [other] = ready.examples_from_rows("f.jsonl", [{"id": "x", "tokens": list(task_ex.tokens)}])
+    assert other.words is None
 
 
 def test_small_finetuning_learns_and_is_cached(shared_data):
@@ -371,3 +382,160 @@ def test_every_reference_explainer_passes_the_plugin_checks_on_a_transformer(
                          torch.tensor([0, 1, 0]))
     failed = [(r.check, r.detail) for r in results if not r.passed]
     assert not failed, failed
+
+
+def hand_probs(hf, tokenizer, words_list, target):
+    """p_target of each word list, tokenized as text words, one forward pass each."""
+    out = []
+    with torch.no_grad():
+        for words in words_list:
+            enc = tokenizer(words, is_split_into_words=True, return_tensors="pt")
+            out.append(torch.softmax(hf(**enc).logits, -1)[0, target].item())
+    return out
+
+
+OCCLUDED = ["the unbearable lightness of being", "it 's not a bad film at all",
+            "do n't waste your time on this un-funny mess .", "a valueless film"]
+
+
+@pytest.fixture(scope="module")
+def lively(tokenizer):
+    """``tiny`` with weights drawn 10x wider: its probabilities move by 0.004-0.36 when a
+    word goes (``tiny``'s by ~1e-5, too close to float32 noise to tell operators apart)."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    from benchmark.core.models.transformer import TransformerClassifier
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=64, num_labels=2,
+                        attn_implementation="eager", initializer_range=0.2)
+    hf = BertForSequenceClassification(config).eval()
+    return hf, TransformerClassifier(hf, tokenizer).eval()
+
+
+def test_occlusion_leaves_out_whole_words_on_a_transformer(tokenizer, lively):
+    """Each word's pieces share that word's leave-one-out drop, recomputed here on the
+    text with the word left out; word-level taucorr_loo is then 1 (its card's claim).
+    ``granularity=subword`` deletes single pieces (recomputed on the piece ids)."""
+    from metrics import resolve
+    from submissions.occlusion import OcclusionExplainer
+    hf, model = lively
+    batch = single_batch(tokenizer, OCCLUDED)
+    target = torch.tensor([0, 1, 0, 1])
+    scores = OcclusionExplainer().explain(model, batch, target, rng=torch.Generator())
+    assert any(len(tokenizer.tokenize(w)) > 1 for t in OCCLUDED for w in t.split())
+    for r, text in enumerate(OCCLUDED):
+        words, t = text.split(), int(target[r])
+        base = hand_probs(hf, tokenizer, [words], t)[0]
+        left = hand_probs(hf, tokenizer, [words[:i] + words[i + 1:] for i in range(len(words))], t)
+        want = [(base - p) / len(tokenizer.tokenize(w))
+                for w, p in zip(words, left) for _ in tokenizer.tokenize(w)]
+        n = int(batch.lengths[r])
+        assert np.allclose(scores[r, :n].numpy(), want, atol=1e-6)
+        assert (scores[r, n:] == 0).all()
+    perturber = Perturber(model)
+    inp = MetricInput(batch, scores, target, perturber.probs(batch), perturber)
+    assert resolve("taucorr_loo").compute(inp).values.tolist() == pytest.approx([1.0] * 4)
+
+    pieces = OcclusionExplainer(granularity="subword")
+    assert pieces.spec.id == "occlusion[eraser=delete;granularity=subword]@1"
+    assert OcclusionExplainer().spec.id == "occlusion[eraser=delete]@1"
+    got = pieces.explain(model, batch, target, rng=torch.Generator())
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    for r in range(len(OCCLUDED)):
+        ids, t = batch.tokens_of(r), int(target[r])
+        with torch.no_grad():
+            p = [torch.softmax(hf(torch.tensor([[cls, *x, sep]])).logits, -1)[0, t].item()
+                 for x in [ids] + [ids[:j] + ids[j + 1:] for j in range(len(ids))]]
+        assert np.allclose(got[r, : len(ids)].numpy(), [p[0] - q for q in p[1:]], atol=1e-6)
+
+
+def hash_words(pieces):
+    """The ## rule: a piece not starting with ## starts a word (what pieces alone say)."""
+    out = []
+    for i, piece in enumerate(pieces):
+        out.append(out[-1] if i and piece.startswith("##") else (out[-1] + 1 if out else 0))
+    return out
+
+
+def test_run_and_explain_then_score_give_the_same_values_on_a_transformer(
+        tmp_path, tokenizer, shared_data):
+    """`faithbench explain` writes each piece's word, so `score` groups pieces into the
+    words `run` groups them into, and every per-example value is the same."""
+    from benchmark import verbs
+    from benchmark.core.records import read_jsonl, write_jsonl_atomic
+    from benchmark.plan import RunConfig
+    from benchmark.runner import run
+    save_tiny(tmp_path / "model", tokenizer, {0: "negative", 1: "positive"})
+    metrics = ("comprehensiveness", "taucorr_loo")
+    config = RunConfig(tasks=("sentiment",), data_dir=str(shared_data), variant="sentences",
+                       model_path=str(tmp_path / "model"), limit=10, batch_size=4,
+                       explainers=("gradient_x_input",), metrics=metrics,
+                       out=str(tmp_path / "out"), progress=False, write_leaderboard=False)
+    summary = run(config)
+    assert summary.exit_code == 0 and summary.computed == 2, summary.failures
+    by_run = {r.metric: {row["id"]: row["value"]
+                         for row in read_jsonl(tmp_path / "out" / r.per_example_file)}
+              for r in summary.results}
+
+    def scored(path, **change):
+        import dataclasses
+        out = tmp_path / "per_example.jsonl"
+        verbs.score_file("sentiment", str(path), dataclasses.replace(config, **change),
+                         per_example_out=str(out))
+        values = {}
+        for row in read_jsonl(out):
+            values.setdefault(row["metric"], {})[row["id"]] = row["value"]
+        return values
+
+    exp = tmp_path / "e.jsonl"
+    verbs.explain_to_file("sentiment", "gradient_x_input", str(exp), config)
+    rows = read_jsonl(exp)
+    # the file's words are SST's tokens: e.g. "'s" is one word of two pieces, which the
+    # ## rule would count as two; on these rows the two groupings differ
+    assert sum(row["words"] != hash_words(row["tokens"]) for row in rows) >= 3
+    assert scored(exp) == by_run
+    # a file without words (e.g. explained elsewhere): regrouped by the task's examples
+    bare = tmp_path / "bare.jsonl"
+    write_jsonl_atomic(bare, [{k: v for k, v in row.items() if k != "words"} for row in rows])
+    assert scored(bare) == by_run
+    # a row that is no example of the task, and says nothing of its words: refused where
+    # a metric counts words, scored where every metric ranks pieces
+    no_words = {k: v for k, v in rows[0].items() if k != "words"}
+    write_jsonl_atomic(bare, [{**no_words, "id": "mine"}] + rows[1:])
+    with pytest.raises(DataFileError, match="line 1: field 'words'.*granularity=subword"):
+        scored(bare)
+    pieces = scored(bare, metrics=("comprehensiveness[granularity=subword]",))
+    [(metric, values)] = pieces.items()
+    assert "granularity=subword" in metric
+    assert set(values) == {"mine"} | {row["id"] for row in rows[1:]}
+
+
+def test_model_path_runs_every_seed(tmp_path, tokenizer, shared_data):
+    """One checkpoint evaluated with --seeds 0 1 gives two units per metric: the random
+    explainer runs once per seed, with that seed."""
+    from benchmark.core.records import read_jsonl, read_results
+    from benchmark.plan import RunConfig
+    from benchmark.runner import run
+    from benchmark.session import open_session
+    from submissions import get_explainer
+    save_tiny(tmp_path / "model", tokenizer, {0: "negative", 1: "positive"})
+    config = RunConfig(tasks=("sentiment",), data_dir=str(shared_data), variant="sentences",
+                       model_path=str(tmp_path / "model"), limit=6, seeds=(0, 1),
+                       explainers=("random",), metrics=("comprehensiveness", "sufficiency"),
+                       out=str(tmp_path / "out"), progress=False, write_leaderboard=False)
+    summary = run(config)
+    assert (summary.computed, summary.skipped) == (4, 0)
+    records = read_results(tmp_path / "out" / "results.jsonl")
+    assert sorted(r.model_seed for r in records) == [0, 0, 1, 1]
+    assert len({r.provenance["checkpoint"] for r in records}) == 1
+    files = sorted((tmp_path / "out" / "explanations").glob("*.jsonl"))
+    assert len(files) == 2
+    random = get_explainer("random")
+    want = {seed: open_session("sentiment", config, seed).explain(random, cache=False).scores
+            for seed in (0, 1)}
+    assert want[0] != want[1]
+    assert sorted([row["scores"] for row in read_jsonl(f)] for f in files) == sorted(
+        want.values())
+    again = run(config)
+    assert (again.computed, again.skipped) == (0, 4)

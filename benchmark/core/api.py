@@ -257,7 +257,8 @@ class PreparedTask(Protocol):
     all that an evaluation session, and so the runner and every verb, may use.
 
     ``checkpoint`` is the hash of the weights (records name a model by it);
-    ``cache_key`` the hash of data + configs + seed that named the cached file;
+    ``cache_key`` the hash of what training reads (the train and validation data,
+    configs, seed) that named the cached weights: evaluating another test split reuses them;
     ``n_outputs`` the size of the model's output (classes, or a target vocabulary).
     """
 

@@ -213,7 +213,8 @@ def run_checks(explainer: Explainer, caller, batch: Batch, target, *,
             single = batch.select([row])
             width = int(single.lengths.max())
             single = single.replace(ids=single.ids[:, :width], mask=single.mask[:, :width],
-                                    segments=None if single.segments is None else single.segments[:, :width])
+                                    segments=None if single.segments is None else single.segments[:, :width],
+                                    words=None if single.words is None else single.words[:, :width])
             alone = caller.explain(single, target[row : row + 1], seed=0)
             ref = together[row : row + 1, :width]
             if not torch.allclose(alone, ref, rtol=BATCH_TOLERANCE, atol=1e-5):
