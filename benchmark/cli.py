@@ -19,12 +19,14 @@ from benchmark.core.executor import EXECUTORS
 from benchmark.core.isolation import ISOLATION
 from benchmark.core.names import FAMILIES
 from benchmark.plan import DEFAULT_OUT, RunConfig
+from leaderboard.suite import selection_label
 
 EPILOGS = {
     "run": """examples:
   faithbench run                                   # offline default: synthetic task, all explainers
   faithbench run --tasks sentiment --data-dir ../shared/data
   faithbench run --explainers gradient my_plugin.py --metrics comprehensiveness sufficiency
+  faithbench run --tasks sentiment --data-dir ../shared/data --sample 300   # 300 at random, seeded
   faithbench run --fresh                           # start over instead of resuming""",
     "explain": """examples:
   faithbench explain --task synthetic --explainer gradient --limit 5 --out grads.jsonl
@@ -91,12 +93,18 @@ def _common(p: argparse.ArgumentParser, *, out: bool = True) -> None:
     p.add_argument("--gold-out-of-range", choices=("error", "drop"), default="error",
                    help="alignment gold links outside their sentence: stop with the file, "
                    "line and field (default), or drop and count them")
-    p.add_argument("--seed", type=int, default=0, help="model seed (default 0)")
+    p.add_argument("--seed", type=int, help="model seed (default 0); on run and roar the "
+                   "same as --seeds with one seed")
     p.add_argument("--split", help="split to explain/score (default: the task's eval split)")
-    p.add_argument("--limit", type=int, help="only the first N examples of the split")
+    p.add_argument("--limit", type=int, help="only the first N examples of the split (on a "
+                   "file sorted by label, a biased sample: see --sample)")
+    p.add_argument("--sample", type=int, help="N examples of the split drawn at random "
+                   "(seeded by --sample-seed), in split order; alignment draws sentence pairs")
+    p.add_argument("--sample-seed", type=int, default=0, help="seed of --sample (default 0)")
     p.add_argument("--batch-size", type=int, default=32, help="examples per explain/metric call")
     p.add_argument("--chunk-size", type=int, default=512, help="rows per forward pass")
-    p.add_argument("--time-budget", type=float, default=5.0, help="seconds per example per explainer")
+    p.add_argument("--time-budget", type=float, default=5.0, help="a plugin explainer's seconds per example of up to 32 "
+                   "tokens, scaled with length (reference explainers have none)")
     p.add_argument("--isolation", choices=ISOLATION, default="auto",
                    help="where explainer plugins run: auto (default) = a worker process for "
                    "outside plugins, in-process for the reference explainers; process = all "
@@ -145,8 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default: the six reference explainers (spaces or commas)")
     p.add_argument("--metrics", nargs="+", default=[],
                    help="default: every metric for the task (spaces or commas)")
-    p.add_argument("--seeds", nargs="+", default=["0"],
-                   help="model seeds (spaces or commas); published tables use 0 1 2")
+    p.add_argument("--seeds", nargs="+",
+                   help="model seeds (spaces or commas; default 0); published tables use 0 1 2")
     p.add_argument("--fresh", action="store_true", help="delete earlier results and start over")
     _common(p)
 
@@ -232,16 +240,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", nargs="+", default=["synthetic"], help="classification tasks")
     p.add_argument("--explainers", nargs="+", default=[],
                    help="default: the six reference explainers (spaces or commas)")
-    p.add_argument("--seeds", nargs="+", default=["0"],
-                   help="model seeds: one curve point per seed (published tables use 0 1 2)")
+    p.add_argument("--seeds", nargs="+", help="model seeds: one curve point per seed "
+                   "(default 0; published tables use 0 1 2)")
     p.add_argument("--ratios", nargs="+", type=float, default=[0.1, 0.3, 0.5, 0.7, 0.9],
                    help="masked share of each example's tokens (default 0.1 0.3 0.5 0.7 0.9)")
     p.add_argument("--recursive", action="store_true", help="also recursive ROAR: each "
                    "ratio's explanation by the model retrained at the previous ratio")
     p.add_argument("--no-leakage", action="store_true",
                    help="skip the mask-pattern models of the leakage check")
-    p.add_argument("--leakage-seeds", type=int, default=1,
-                   help="leakage models for the first N seeds (default 1)")
+    p.add_argument("--leakage-seeds", type=int, default=3,
+                   help="leakage models for the first N seeds (default 3; the paired "
+                   "test averages them per example)")
     p.add_argument("--leakage-ratios", nargs="+", type=float,
                    help="leakage models at these ratios only (default: every ratio)")
     p.add_argument("--format", choices=["table", "markdown"], default="table")
@@ -279,11 +288,17 @@ def split_list(values) -> tuple[str, ...]:
     return tuple(v.strip() for v in out if v.strip())
 
 
-def _seeds(values) -> tuple[int, ...]:
+def _seeds(values, seed: int | None) -> tuple[int, ...]:
+    """``--seeds`` (run, roar) or ``--seed``; both given must agree, so a seed asked
+    for is never silently replaced by the default 0."""
     try:
-        return tuple(int(v) for v in split_list(values))
+        seeds = tuple(int(v) for v in split_list(values))
     except ValueError:
         raise InputError(f"--seeds: expected integers, got {' '.join(values)!r}") from None
+    if seeds and seed is not None and seeds != (seed,):
+        raise InputError(f"--seed {seed} and --seeds {' '.join(map(str, seeds))} disagree; "
+                         "give one of them")
+    return seeds or (0 if seed is None else seed,)
 
 
 def _config(args) -> RunConfig:
@@ -295,9 +310,11 @@ def _config(args) -> RunConfig:
         data_dir=g("data_dir"),
         out=g("out") or DEFAULT_OUT,
         fresh=bool(g("fresh")),
-        seeds=_seeds(g("seeds")) or (g("seed", 0),),
+        seeds=_seeds(g("seeds"), g("seed")),
         split=g("split"),
         limit=g("limit"),
+        sample=g("sample"),
+        sample_seed=g("sample_seed") or 0,
         variant=g("variant"),
         gold_out_of_range=g("gold_out_of_range", "error"),
         train_limit=g("train_limit"),
@@ -370,7 +387,8 @@ def _print_summary(summary) -> None:
         print(f"\nperturbed rows: {summary.rows_requested:,} requested by the metrics, "
               f"{summary.rows_forwarded:,} forwarded ({share:.0%}; identical variants are "
               "forwarded once and shared)")
-    print(f"\n{summary.computed} units computed, {summary.skipped} already done, "
+    print(f"\nexamples: {summary.selection} of each task's split")
+    print(f"{summary.computed} units computed, {summary.skipped} already done, "
           f"{len(summary.failures)} failures; {summary.seconds:.1f}s; results in {summary.out}")
     for f in summary.failures:
         print(f"FAILED: {f.message}", file=sys.stderr)
@@ -403,8 +421,26 @@ def _print_agreement(rows: list[dict]) -> None:
                             f"top-{k:.0%} overlap [CI]", "undefined"], disable_numparse=True))
 
 
+def _check_names(args, config: RunConfig) -> None:
+    """Every task, metric and explainer name the verb was given, looked up before it
+    prepares a model: a typo is bad input (exit 2), whichever kind of name it is."""
+    from dataclasses import replace
+
+    from benchmark.runner import check_names
+
+    task = getattr(args, "task", None)
+    refs = [r for r in (getattr(args, "explainer", None), getattr(args, "submission", None)) if r]
+    check_names(replace(config, tasks=(task,) if task else config.tasks,
+                        explainers=config.explainers + tuple(refs)))
+
+
 def dispatch(args) -> int:
     config = _config(args)
+    if args.verb not in ("leaderboard", "compare", "list"):
+        _check_names(args, config)
+    if config.sample is not None and (args.verb == "align" or getattr(args, "alignments", None)):
+        raise InputError("--sample is not supported by align and score --alignments, which "
+                         "read gold pairs in file order; use --limit N (the first N pairs)")
     if args.verb == "run":
         from benchmark.runner import run
 
@@ -415,7 +451,8 @@ def dispatch(args) -> int:
         from benchmark.verbs import explain_to_file
 
         n = explain_to_file(args.task, args.explainer, args.out, config)
-        print(f"wrote {n} explanations to {args.out}")
+        print(f"wrote {n} explanations ({selection_label(config.as_dict())} of the split) "
+              f"to {args.out}")
         return 0
     if args.verb == "score":
         from benchmark.verbs import score_file
@@ -432,7 +469,7 @@ def dispatch(args) -> int:
             write_jsonl_atomic(Path(args.summary), rows)
         files = [(r["explanations"],) if "explanations" in r else () for r in rows]
         print(tabulate([(*f, r["metric"], r["direction"], f"{r['mean']:.4f}",
-                         f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]", r["n"])
+                         f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]", _n_defined(r))
                         for f, r in zip(files, rows)],
                        headers=[*(["explanations"] if any(files) else []), "metric", "better",
                                 "mean", "95% CI", "n"]))
@@ -497,7 +534,8 @@ def dispatch(args) -> int:
 
         rows, path, failures = agreement(args.task, config, k_frac=args.k_frac)
         _print_agreement(rows)
-        print(f"\nagreement record appended to {path}")
+        print(f"\nexamples: {selection_label(config.as_dict())} of the split; "
+              f"agreement record appended to {path}")
         for f in failures:
             print(f"FAILED: {f.message}", file=sys.stderr)
         return 1 if failures else 0
@@ -518,6 +556,12 @@ def dispatch(args) -> int:
             print(f"{title}\n{tabulate(rows, headers=headers)}\n")
         return 0
     raise AssertionError(args.verb)
+
+
+def _n_defined(row: dict) -> str:
+    """n, and how many more examples the metric leaves undefined (e.g. ``60 (+2 undefined)``)."""
+    k = row.get("undefined", 0)
+    return f"{row['n']} (+{k} undefined)" if k else str(row["n"])
 
 
 def main(argv: list[str] | None = None) -> int:

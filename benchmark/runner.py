@@ -12,19 +12,24 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib.util
 import logging
 import shutil
 import time
+import types
+import typing
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from itertools import groupby
 from pathlib import Path
 
 import metrics as metric_registry
 import submissions
+import tasks as task_registry
 from benchmark import plan
 from benchmark.core.api import Explainer, capabilities
-from benchmark.core.errors import InputError, PluginError
-from benchmark.core.plugins import load_explainer
+from benchmark.core.errors import InputError, PluginError, UnknownNameError
+from benchmark.core.plugins import ENTRY_POINT_GROUP, load_explainer
 from benchmark.core.records import (
     FailureRecord,
     ResultRecord,
@@ -35,6 +40,7 @@ from benchmark.core.records import (
 )
 from benchmark.plan import RunConfig
 from benchmark.session import EvaluationSession, open_session, per_example_rows
+from leaderboard.suite import selection_label
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +57,7 @@ class RunSummary:
     seconds: float = 0.0
     rows_requested: int = 0  # perturbed rows the metrics asked for
     rows_forwarded: int = 0  # distinct rows that went through a model
+    selection: str = "all"  # which examples of each split (selection_label)
 
     @property
     def exit_code(self) -> int:
@@ -59,49 +66,131 @@ class RunSummary:
 
 def configured(ref: str):
     """A reference explainer with parameters, as in its canonical id:
-    ``attention[layer=0;heads=max]``, ``integrated_gradients[n_steps=20]``.
+    ``attention[layer=0;heads=max]``, ``integrated_gradients[n_steps=20]``. Only the
+    parameters in its id (``spec.params``) can be set, each to a value of its declared
+    type: a setting the id does not show (``rows_per_pass``) would give two different
+    runs one name.
 
     >>> configured("attention[heads=max;layer=-2]").spec.id
     'attention[heads=max;layer=-2]@1'
+    >>> settable(submissions.get_explainer("integrated_gradients"))
+    {'n_steps': 'int'}
     """
     name, params = metric_registry.parse_params(ref, "explainer")  # one syntax for both
     explainer = submissions.get_explainer(name)
-    fields = {f.name for f in dataclasses.fields(explainer) if f.init}
-    unknown = sorted(set(params) - fields)
-    if unknown:
-        raise InputError(f"explainer {name!r} has no parameter {unknown[0]!r} "
-                         f"(settable: {', '.join(sorted(fields)) or 'none'})")
+    types = settable(explainer)
+    listing = "; ".join(f"{k}: {t}" for k, t in types.items()) or "none"
+    for key, value in params.items():
+        if key not in types:
+            close = difflib.get_close_matches(key, types, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise InputError(f"explainer {ref!r}: no settable parameter {key!r}{hint} "
+                             f"(settable: {listing})")
+        hint = typing.get_type_hints(type(explainer))[key]
+        if not _is_instance(value, hint):
+            raise InputError(f"explainer {ref!r}: {key}={value!r} is not of type "
+                             f"{types[key]} (settable: {listing})")
     try:
         return dataclasses.replace(explainer, **params)
     except (TypeError, ValueError) as exc:
-        raise InputError(f"explainer {ref!r}: {exc}") from exc
+        raise InputError(f"explainer {ref!r}: {exc} (settable: {listing})") from exc
+
+
+def settable(explainer) -> dict[str, str]:
+    """{parameter: type} of the dataclass fields a reference explainer's id shows."""
+    in_id = {k for k, _ in explainer.spec.params}
+    hints = typing.get_type_hints(type(explainer))
+    return {f.name: _type_name(hints[f.name]) for f in dataclasses.fields(explainer)
+            if f.init and f.name in in_id}
+
+
+def _type_name(hint) -> str:
+    args = typing.get_args(hint)
+    if args:
+        return " | ".join(_type_name(a) for a in args)
+    return "None" if hint is type(None) else getattr(hint, "__name__", str(hint))
+
+
+def _is_instance(value, hint) -> bool:
+    """``value`` (as ``parse_params`` reads it) fits ``hint``: an int fits float, a
+    bool fits only bool."""
+    args = typing.get_args(hint)
+    if args and typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_is_instance(value, a) for a in args)
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, typing.get_origin(hint) or hint)
 
 
 def resolve_explainer(ref: str) -> Explainer:
-    """A reference name (``gradient``) or any plugin reference (path, module, entry point)."""
+    """A reference name (``gradient``) or any plugin reference (path, module, entry
+    point). A name that is none of these is bad input (``UnknownNameError``, exit 2,
+    with "did you mean"); a plugin that exists but fails to load is a PluginError."""
+    reference = check_explainer(ref)
+    return reference if reference is not None else load_explainer(ref)
+
+
+def check_explainer(ref: str) -> Explainer | None:
+    """The reference explainer ``ref`` names (parameters checked), None for a plugin
+    that exists (not loaded here, so checking runs none of its code), else an
+    ``UnknownNameError``: every verb calls it before it prepares a model."""
     if ref in submissions.REGISTRY:
         return submissions.get_explainer(ref)
     if "[" in ref and ref.split("[", 1)[0] in submissions.REGISTRY:  # e.g. attention[layer=0]
         return configured(ref)
+    if not _plugin_exists(ref):
+        close = difflib.get_close_matches(ref.split("[", 1)[0], submissions.REFERENCE, n=3)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        what = (f"no such file: {ref}" if ref.endswith(".py") else
+                f"unknown explainer {ref!r}: not a reference explainer, a .py file, an entry "
+                f"point in {ENTRY_POINT_GROUP!r} or an importable module")
+        raise UnknownNameError(f"{what}{hint} (reference explainers: "
+                               f"{', '.join(submissions.REFERENCE)})")
+    return None
+
+
+def _plugin_exists(ref: str) -> bool:
+    """Whether ``ref`` names a file, entry point or module at all (whether it loads is
+    ``load_explainer``'s question)."""
+    if ref.endswith(".py"):
+        return Path(ref).is_file()
+    if any(ep.name == ref for ep in entry_points(group=ENTRY_POINT_GROUP)):
+        return True
     try:
-        return load_explainer(ref)
-    except PluginError as exc:
-        close = difflib.get_close_matches(ref, submissions.REFERENCE, n=3)
-        if close and exc.stage == "load" and not ref.endswith(".py"):
-            hint = ", ".join(map(repr, close))
-            raise PluginError(ref, "load", f"{exc.problem}; did you mean {hint}?") from None
-        raise
+        return importlib.util.find_spec(ref) is not None
+    except ModuleNotFoundError:
+        return False
+    except Exception:  # noqa: BLE001 — a parent package that exists but fails to import
+        return True
+
+
+def check_names(config: RunConfig) -> None:
+    """Look up every task, metric and explainer name of ``config`` before any work: a
+    typo or a bad parameter is an InputError (exit 2, with "did you mean" or the
+    settable parameters), never found after a model has trained. Plugins are only
+    found here, not loaded (``check_explainer``)."""
+    for name in config.tasks:
+        task_registry.get_task(name)
+    for name in config.metrics:
+        metric_registry.resolve(name)
+    for ref in config.explainers:
+        check_explainer(ref)
 
 
 def run(config: RunConfig) -> RunSummary:
     """Run every (task, seed, explainer, metric) unit not already done."""
     start = time.perf_counter()
     out = Path(config.out)
+    check_names(config)  # names first: a typo stops the run before it deletes or trains
+    explainers, load_failures = _load_explainers(config)
     if config.fresh and out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
-    summary = RunSummary(out)
-    explainers, load_failures = _load_explainers(config)
+    summary = RunSummary(out, selection=selection_label(config.as_dict()))
     summary.failures += load_failures
     for f in load_failures:
         append_jsonl(out / "failures.jsonl", f.as_dict())
@@ -167,7 +256,8 @@ def _run_session(session: EvaluationSession, explainers, done, summary) -> None:
         explainers = serviceable(explainers, session.prepared.model, session.spec.id)
     by_id = {e.spec.id: e for e in explainers}
     units = plan.units(config, session.spec.name, session.seed, session.prepared.checkpoint,
-                       session.split, list(by_id), list(metrics))
+                       session.split, list(by_id), list(metrics),
+                       data=session.prepared.data_fingerprint)
     for explainer_id, group in groupby(units, key=lambda u: u.explainer):
         group = list(group)
         todo = [u for u in group if u.key not in done]
@@ -197,8 +287,10 @@ def write_entries(config: RunConfig, summary: RunSummary) -> list[Path]:
     """One leaderboard entry per explainer whose every unit succeeded in this run.
 
     An entry holds all of the explainer's results in the results file for the same
-    suite (task, model checkpoint, split, example limit), so a run that adds metrics
-    extends the entry instead of replacing it with the new metrics alone.
+    suite (task, model checkpoint, split, which examples: first N or a seeded sample),
+    so a run that adds metrics extends the entry instead of replacing it with the new
+    metrics alone; ``write_entry`` removes the explainer's earlier entries on the same
+    tasks, so a rerun on other examples replaces its entry instead of adding one.
     """
     from leaderboard.entry import write_entry
 
@@ -224,4 +316,4 @@ def write_entries(config: RunConfig, summary: RunSummary) -> list[Path]:
 
 def _suite_key(r: ResultRecord) -> tuple:
     return (r.task, r.model_seed, r.provenance["checkpoint"], r.split,
-            r.provenance["config"]["run"]["limit"])
+            selection_label(r.provenance["config"]["run"]))
