@@ -1,0 +1,100 @@
+"""Regenerate the README's leaderboard tables from result files.
+
+Each measured table in the README sits under the command that prints it, on a line of
+its own in backticks (`` `faithbench leaderboard --entries runs/... --format markdown
+...` ``). This script runs every such command whose ``--entries`` folder exists under
+``--runs-root`` (the folder the README's ``run`` commands were started in) and puts its
+table in place of the one below the command; tables whose entries are absent are left
+as they are and listed, so a partial rerun updates only what it recomputed.
+
+    python benchmarks/readme_tables.py --runs-root /path/where/runs/live          # write
+    python benchmarks/readme_tables.py --runs-root /path/where/runs/live --check  # diff only
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from benchmark.cli import main as faithbench
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+PREFIX = "`faithbench leaderboard "
+
+
+def command_of(line: str) -> list[str] | None:
+    """The argv of a README line that is exactly one backticked leaderboard command."""
+    line = line.strip()
+    if not (line.startswith(PREFIX) and line.endswith("`") and line.count("`") == 2):
+        return None
+    return shlex.split(line[1:-1])[1:]
+
+
+def entries_of(argv: list[str]) -> str | None:
+    return argv[argv.index("--entries") + 1] if "--entries" in argv else None
+
+
+def table_of(argv: list[str], root: Path) -> list[str]:
+    """The markdown table lines the command prints, run in ``root``."""
+    out, here = io.StringIO(), Path.cwd()
+    os.chdir(root)
+    try:
+        with contextlib.redirect_stdout(out):
+            code = faithbench(argv)
+    finally:
+        os.chdir(here)
+    if code != 0:
+        raise SystemExit(f"faithbench {shlex.join(argv)} exited {code}")
+    return [line for line in out.getvalue().splitlines() if line.startswith("|")]
+
+
+def regenerate(lines: list[str], root: Path) -> tuple[list[str], list[str], list[str]]:
+    """(new README lines, commands rerun, commands skipped for want of entries)."""
+    out, done, skipped, i = [], [], [], 0
+    while i < len(lines):
+        out.append(lines[i])
+        argv = command_of(lines[i])
+        i += 1
+        if argv is None:
+            continue
+        if not (root / (entries_of(argv) or "faithbench-results/leaderboard")).is_dir():
+            skipped.append(shlex.join(argv))
+            continue
+        while i < len(lines) and not lines[i].startswith("|"):  # blank lines before it
+            out.append(lines[i])
+            i += 1
+        while i < len(lines) and lines[i].startswith("|"):  # the old table
+            i += 1
+        out.extend(table_of(argv, root))
+        done.append(shlex.join(argv))
+    return out, done, skipped
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs-root", type=Path, default=Path.cwd(),
+                        help="folder the README's run commands were started in (default: .)")
+    parser.add_argument("--check", action="store_true",
+                        help="only say which tables would change; exit 1 if any would")
+    args = parser.parse_args(argv)
+    old = README.read_text().splitlines()
+    new, done, skipped = regenerate(old, args.runs_root)
+    for cmd in skipped:
+        print(f"skipped (no entries under {args.runs_root}): faithbench {cmd}", file=sys.stderr)
+    changed = new != old
+    print(f"{len(done)} tables regenerated, {len(skipped)} skipped; "
+          f"README {'changes' if changed else 'unchanged'}")
+    if args.check:
+        return 1 if changed else 0
+    if changed:
+        README.write_text("\n".join(new) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""benchmarks/readme_tables.py puts under each one-line leaderboard command the table
+that command prints, and leaves tables whose entries are absent alone."""
+
+import importlib.util
+from pathlib import Path
+
+from benchmark.plan import RunConfig
+from benchmark.runner import run
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "readme_tables.py"
+spec = importlib.util.spec_from_file_location("readme_tables", SCRIPT)
+readme_tables = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(readme_tables)
+
+
+def test_tables_under_commands_are_replaced_by_what_the_commands_print(tmp_path,
+                                                                     synthetic_ready):
+    run(RunConfig(out=str(tmp_path / "runs" / "a"), explainers=("attention", "random"),
+                  metrics=("comprehensiveness",), limit=24, batch_size=8, progress=False))
+    cmd = ("`faithbench leaderboard --entries runs/a/leaderboard --wide --format markdown "
+           "--metrics comprehensiveness`")
+    absent = "`faithbench leaderboard --entries runs/b/leaderboard --format markdown`"
+    lines = ["# title", cmd, "", "| old | table |", "|---|---|", "| 1 | 2 |", "",
+             "prose after", absent, "", "| kept | as is |", "`faithbench run` not a table"]
+    new, done, skipped = readme_tables.regenerate(lines, tmp_path)
+    printed = readme_tables.table_of(readme_tables.command_of(cmd), tmp_path)
+    assert new == ["# title", cmd, "", *printed, "", "prose after", absent, "",
+                   "| kept | as is |", "`faithbench run` not a table"]
+    assert len(done) == 1 and skipped == [readme_tables.shlex.join(
+        readme_tables.command_of(absent))]
+    # the printed table: header, rule and one row per explainer, n = 24
+    assert len(printed) == 4 and printed[0].startswith("| explainer")
+    assert all(row.split("|")[2].strip() == "24" for row in printed[2:])
+    assert {row.split("|")[1].strip() for row in printed[2:]} == {
+        "attention@1", "random[distribution=uniform]@1"}
