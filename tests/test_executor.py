@@ -181,3 +181,27 @@ def test_a_roar_retraining_job_gives_the_same_model_on_ray(ray_cluster, tmp_path
     assert [t.file for t in there] == [t.file for t in here]  # the same content keys
     assert [weights(t) for t in there] == [weights(t) for t in here]
     assert weights(here[0]) != weights(here[1])
+
+
+def test_faithbench_errors_raised_in_a_worker_come_back_whole():
+    """Their __init__ takes other arguments than their message: pickled by ``args``
+    alone, a worker's PluginError broke the pool (seen in a ROAR sweep)."""
+    from benchmark.core.errors import DataFileError, NotUtf8Error, PluginError
+
+    def fail(j):
+        if j == 0:
+            raise PluginError("occlusion", "explain", "NaN in the scores", ["test-3"])
+        if j == 1:
+            raise NotUtf8Error.at("a.jsonl", b'{"x": 1}\n\xff', 9)
+        raise DataFileError("b.jsonl", 4, "label", "unknown label 7")
+
+    for j, kind in [(0, PluginError), (1, NotUtf8Error), (2, DataFileError)]:
+        with pytest.raises(kind) as info:
+            ProcessPoolExecutor(workers=1).map(fail, [j])
+        here = None
+        try:
+            fail(j)
+        except kind as exc:
+            here = exc
+        assert str(info.value) == str(here) and vars(info.value) == vars(here)
+    assert info.value.exit_code == 2 and PluginError.exit_code == 1

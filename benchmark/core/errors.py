@@ -12,6 +12,19 @@ class FaithbenchError(Exception):
 
     exit_code = 2
 
+    def __reduce__(self):
+        # Rebuilt from its message and attributes, not through a subclass's __init__
+        # (whose arguments differ from ``args``): an error raised in a worker process
+        # must reach the parent intact, or the pool breaks and the error is lost.
+        return _rebuild, (type(self), str(self), dict(self.__dict__))
+
+
+def _rebuild(cls, message: str, state: dict) -> FaithbenchError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.__dict__.update(state)
+    return error
+
 
 class InputError(FaithbenchError):
     """Malformed user input: data file, explanations file, config, CLI value."""
