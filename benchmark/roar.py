@@ -48,7 +48,7 @@ from benchmark.core.executor import make_executor
 from benchmark.core.records import append_jsonl, read_jsonl
 from benchmark.plan import RunConfig
 from benchmark.roar_report import ALL, CLEAN, LENGTH, RANDOM, report  # noqa: F401
-from benchmark.runner import resolve_explainer
+from benchmark.runner import resolve_explainer, serviceable
 from benchmark.session import EvaluationSession, Explained, task_options
 from metrics.masking import MaskPattern, RandomMask, RecursiveMask, TopKMask
 from metrics.ood import Mahalanobis, auroc, hidden_states
@@ -160,6 +160,11 @@ class _TaskSweep:
         for s in seeds:
             self.originals[s] = self.original(s)
             self.record(s, CLEAN, 0.0, None, "roar")
+        if not self.config.explainers:  # the default set: only what the model serves, as run
+            kept = serviceable(self.explainers, self.originals[seeds[0]].session.prepared.model,
+                               self.spec.id)
+            self.refs = [r for r, e in zip(self.refs, self.explainers) if e in kept]
+            self.explainers = kept
         wanted = [(s, ref, e) for s in seeds for ref, e in zip(self.refs, self.explainers)]
         scores = self.explain([(self.options(s), ref) for s, ref, _ in wanted])
         points = []  # (seed, mask, ratio, transform, kind)

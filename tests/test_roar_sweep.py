@@ -221,3 +221,22 @@ def test_the_length_only_control_sees_no_word_and_no_mask(swept):
         # every token is the one constant word, so only the length can inform it: on the
         # synthetic task (length independent of the label) it stays near chance
         assert abs(length["accuracy"] - 0.5) < 0.15
+
+
+def test_the_default_explainer_set_leaves_out_what_the_model_cannot_serve(tmp_path,
+                                                                        monkeypatch, caplog):
+    """As ``run`` does: attention_rollout needs every layer's attention, which a BiLSTM
+    does not have; named in the default set, it failed the whole sweep."""
+    import logging
+
+    import submissions
+
+    monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(submissions, "REFERENCE", ("attention", "attention_rollout"))
+    config = RunConfig(out=str(tmp_path / "out"), limit=40, seeds=(0,), progress=False,
+                       train_limit=300, epochs=1)
+    with caplog.at_level(logging.INFO):
+        rows = sweep(config, SweepConfig(ratios=(0.5,), leakage=False))
+    masks = {r["mask"] for r in rows}
+    assert masks == {CLEAN, ALL, RANDOM, "attention@1"}
+    assert "attention_rollout needs layer_attention, which this model does not offer" in caplog.text
