@@ -17,7 +17,7 @@ import tasks as task_registry
 from benchmark.core import stats
 from benchmark.core.api import ALIGNMENT
 from benchmark.core.cache import content_hash
-from benchmark.core.errors import DataFileError, InputError, NotUtf8Error
+from benchmark.core.errors import DataFileError, InputError
 from benchmark.core.links import chosen, link_counts, symmetrize, transpose
 from benchmark.core.provenance import environment
 from benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic
@@ -150,10 +150,7 @@ def _counts(alignments: str, gold: dict, split: str) -> dict[str, tuple[int, int
     """{pair id: (|A∩S|, |A∩P|, |A|, |S|)} of a checked alignments file, in gold order."""
     if not Path(alignments).is_file():
         raise InputError(f"{alignments}: no such file (expected JSON Lines of id, links)")
-    try:
-        rows = read_jsonl(Path(alignments))
-    except UnicodeDecodeError as exc:
-        raise NotUtf8Error.at(alignments, exc.object, exc.start) from None
+    rows = read_jsonl(Path(alignments))  # not UTF-8: NotUtf8Error with line and offset
     counts = {}
     for line, row in enumerate(rows, start=1):
         for name in ("id", "links"):

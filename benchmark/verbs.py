@@ -16,7 +16,7 @@ import submissions
 import tasks as task_registry
 from benchmark.core import stats
 from benchmark.core.cache import content_hash
-from benchmark.core.errors import DataFileError, InputError, NotUtf8Error, PluginError
+from benchmark.core.errors import DataFileError, InputError, PluginError
 from benchmark.core.isolation import plugin_caller
 from benchmark.core.records import (
     AgreementRecord,
@@ -173,10 +173,7 @@ def predict(task: str, input_file: str, config: RunConfig) -> list[dict]:
     path = Path(input_file)
     if not path.is_file():
         raise InputError(f"{input_file}: no such file (expected JSON Lines of id, tokens)")
-    try:
-        rows = read_jsonl(path)
-    except UnicodeDecodeError as exc:
-        raise NotUtf8Error.at(input_file, exc.object, exc.start) from None
+    rows = read_jsonl(path)  # not UTF-8: NotUtf8Error with line and byte offset
     if not rows:
         raise DataFileError(input_file, None, None, "no rows: the file is empty")
     for line, row in enumerate(rows, start=1):

@@ -22,6 +22,7 @@ import datasets
 from huggingface_hub import constants as hf_constants
 
 from benchmark.core.errors import DataFileError, InputError, NotUtf8Error
+from benchmark.core.records import read_utf8
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +61,7 @@ def jsonl_objects(path: Path) -> Iterator[tuple[int, dict]]:
 def check_utf8(path: Path) -> None:
     """A file that is not UTF-8 is an error naming its line and byte offset (for the
     files read other than line by line, e.g. CSV)."""
-    data = Path(path).read_bytes()
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise NotUtf8Error.at(path, data, exc.start) from None
+    read_utf8(path)
 
 
 def check_jsonl(path: Path, columns: dict[str, type | tuple], labels: set[int] | None,

@@ -147,6 +147,16 @@ def _repair_tail(path: Path) -> None:
         fh.truncate(data.rfind(b"\n") + 1)
 
 
+def read_utf8(path: Path) -> str:
+    """A whole file's text; bytes that are not UTF-8 are an error naming the line and
+    the byte offset."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotUtf8Error.at(path, data, exc.start) from None
+
+
 def read_jsonl(path: Path) -> list[dict]:
     """Complete lines of a JSON Lines file; a final line without newline is ignored.
 
@@ -156,11 +166,7 @@ def read_jsonl(path: Path) -> list[dict]:
     path = Path(path)
     if not path.exists():
         return []
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise NotUtf8Error.at(path, data, exc.start) from None
+    text = read_utf8(path)
     complete = text[: text.rfind("\n") + 1]
     with jsonlines.Reader(io.StringIO(complete)) as reader:
         try:
