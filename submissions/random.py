@@ -1,29 +1,20 @@
 """Random scores, uniform on [0, 1): the baseline every metric is read against.
 An explainer that does not beat it on a metric carries no signal there.
 
-Deterministic given the seed: row b's scores come from a generator seeded by
-``rng.initial_seed()`` and a stable hash of ``batch.example_ids[b]``, one draw
-per real token, so a row gets the same scores alone, in any batch, at any
-padding width. That per-row seeding is the one loop over rows here; it costs
-O(T) per row and calls no model. (This module must not ``import random``: the
-name would refer to itself.)
+Deterministic given the seed: row b's scores come from the api's
+``example_generator(rng, batch.example_ids[b])``, one draw per real token, so a row
+gets the same scores alone, in any batch, at any padding width. That per-row seeding
+is the one loop over rows here; it costs O(T) per row and calls no model. (This
+module must not ``import random``: the name would refer to itself.)
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 import torch
 
-from benchmark.core.api import Batch, ExplainableModel, ExplainerSpec, Target
-
-
-def row_seed(seed: int, example_id: str) -> int:
-    """A 63-bit seed from the run seed and an example id, the same in every process
-    (unlike the builtin ``hash`` of a str, which is salted per process)."""
-    digest = hashlib.blake2b(f"{seed}\x00{example_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") >> 1
+from benchmark.core.api import Batch, ExplainableModel, ExplainerSpec, Target, example_generator
 
 
 @dataclass(frozen=True)
@@ -42,12 +33,9 @@ class RandomExplainer:
     def explain(self, model: ExplainableModel, batch: Batch, target: Target, *,
                 rng: torch.Generator) -> torch.Tensor:
         """(B, T) uniform scores at real tokens; zero at padding."""
-        seed = rng.initial_seed()
         lengths = batch.mask.sum(dim=1).tolist()
-        draws = [
-            torch.rand(int(n), generator=torch.Generator().manual_seed(row_seed(seed, eid)))
-            for n, eid in zip(lengths, batch.example_ids)
-        ]
+        draws = [torch.rand(int(n), generator=example_generator(rng, eid))
+                 for n, eid in zip(lengths, batch.example_ids)]
         scores = torch.zeros(batch.ids.shape, dtype=torch.float32)
         scores[batch.mask.cpu()] = torch.cat(draws) if draws else torch.empty(0)
         return scores.to(batch.ids.device)

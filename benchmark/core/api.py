@@ -12,6 +12,9 @@ per position, higher = more important for ``target``.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import math
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -145,9 +148,27 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+NAME_PATTERN = r"[a-z][a-z0-9_]{0,63}"  # explainer names and parameter keys
+VERSION_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._+-]{0,31}"
+VALUE_PATTERN = r"[A-Za-z0-9._+-]{0,64}"  # a string parameter value
+TEXT_LIMIT = 2000  # characters of a citation or description
+
+
 @dataclass(frozen=True)
 class ExplainerSpec:
-    """Metadata of an explainer. Bump ``version`` whenever its outputs change."""
+    """Metadata of an explainer. Bump ``version`` whenever its outputs change.
+
+    Names, versions and parameters match the patterns above: they become folder and
+    file names, cache keys and table cells, so no path separator, markup or bracket
+    can enter them (``gradient[norm=l2]@1`` as a *name* is refused, as is ``../x``).
+
+    >>> ExplainerSpec(name="my_method", version="1.2", params=(("k", 3),)).id
+    'my_method[k=3]@1.2'
+    >>> ExplainerSpec(name="gradient[norm=l2]@1", version="1")
+    Traceback (most recent call last):
+    ...
+    ValueError: explainer name 'gradient[norm=l2]@1' must match [a-z][a-z0-9_]{0,63} (lower case, digits, underscores; no brackets, separators or markup)
+    """
 
     name: str
     version: str
@@ -157,6 +178,25 @@ class ExplainerSpec:
     citation: str = ""
     description: str = ""
 
+    def __post_init__(self):
+        _match("explainer name", self.name, NAME_PATTERN,
+               "lower case, digits, underscores; no brackets, separators or markup")
+        _match("version", self.version, VERSION_PATTERN, "letters, digits, . _ + -")
+        unknown = set(self.requires) - set(CAPABILITIES)
+        if unknown:
+            raise ValueError(f"requires {sorted(unknown)}: not among {CAPABILITIES}")
+        for pair in self.params:
+            if not (isinstance(pair, tuple) and len(pair) == 2):
+                raise ValueError(f"parameter {pair!r} is not a (key, value) tuple")
+            _match("parameter key", pair[0], NAME_PATTERN, "as an explainer name")
+            for v in pair[1] if isinstance(pair[1], tuple) else (pair[1],):
+                _check_value(pair[0], v)
+        for what in ("citation", "description"):
+            text = getattr(self, what)
+            if not isinstance(text, str) or len(text) > TEXT_LIMIT or not text.isprintable():
+                raise ValueError(f"{what} must be printable text (no newlines or control "
+                                 f"characters) of at most {TEXT_LIMIT} characters")
+
     @property
     def id(self) -> str:
         return canonical_id(self.name, self.params, self.version)
@@ -165,12 +205,39 @@ class ExplainerSpec:
         return dict(self.params)[key]
 
 
+def _match(what: str, value, pattern: str, hint: str) -> None:
+    if not isinstance(value, str) or re.fullmatch(pattern, value) is None:
+        raise ValueError(f"{what} {value!r} must match {pattern} ({hint})")
+
+
+def _check_value(key: str, value) -> None:
+    if value is None or isinstance(value, (bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"parameter {key!r} = {value!r} is not finite")
+        return
+    _match(f"parameter {key!r} value", value, VALUE_PATTERN, "letters, digits, . _ + -")
+
+
+def example_generator(rng: torch.Generator, example_id: str) -> torch.Generator:
+    """The generator an explainer draws one example's random numbers from: seeded by
+    the run's seed (``rng``) and the example's id, so the example gets the same draws
+    alone, in any batch, at any position (``faithbench validate`` checks that)."""
+    digest = hashlib.blake2b(f"{rng.initial_seed()}\x00{example_id}".encode(),
+                             digest_size=8).digest()
+    return torch.Generator().manual_seed(int.from_bytes(digest, "little") >> 1)
+
+
 @runtime_checkable
 class Explainer(Protocol):
     """A submission exposes one object with a ``spec`` and a batched ``explain``.
 
     ``explain`` returns a float tensor (B, T) aligned with ``batch.ids``; values
-    at padded positions are ignored. ``rng`` is the only randomness allowed.
+    at padded positions are ignored. Randomness comes only from
+    ``example_generator(rng, batch.example_ids[b])``, one generator per example: an
+    explainer is a deterministic function of (model, example, seed), checked alone
+    and in batches of other sizes and orders.
     """
 
     spec: ExplainerSpec
