@@ -23,7 +23,7 @@ from benchmark.core.provenance import environment
 from benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic
 from benchmark.plan import RunConfig
 from benchmark.runner import resolve_explainer
-from benchmark.session import open_session, task_options
+from benchmark.session import confinement, open_session, task_options
 from leaderboard.suite import MODEL_FREE
 
 
@@ -74,7 +74,7 @@ def explainer_links(task: str, explainer: str, config: RunConfig, links: str,
     session = open_session(task, config)
     if not cache:  # as examples, not a split: nothing is cached or kept part-done under
         session = session.on(session.examples)  # ``config.out``, here the output file
-    explained = session.explain(resolve_explainer(explainer), cache=cache)
+    explained = session.explain(resolve_explainer(explainer, confinement(config)), cache=cache)
     found: dict[str, set] = {}
     sizes: dict[str, tuple[int, int]] = {}
     for e, s in zip(session.examples, explained.scores):

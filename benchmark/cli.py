@@ -106,9 +106,15 @@ def _common(p: argparse.ArgumentParser, *, out: bool = True) -> None:
     p.add_argument("--time-budget", type=float, default=5.0, help="a plugin explainer's seconds per example of up to 32 "
                    "tokens, scaled with length (reference explainers have none)")
     p.add_argument("--isolation", choices=ISOLATION, default="auto",
-                   help="where explainer plugins run: auto (default) = a worker process for "
-                   "outside plugins, in-process for the reference explainers; process = all "
-                   "in workers; none = all in-process")
+                   help="where explainers run: auto (default) = every plugin in a worker "
+                   "process, the reference explainers in this one; process = all in workers "
+                   "(a plugin never runs in faithbench's own process)")
+    p.add_argument("--sandbox", action="store_true",
+                   help="run plugin workers inside bubblewrap: no network, no file system "
+                   "beyond the plugin and a read-only Python environment (for strangers' "
+                   "submissions; needs `bwrap`)")
+    p.add_argument("--plugin-memory", type=float, default=8.0, metavar="GIB",
+                   help="a plugin worker's address-space limit in GiB (default 8)")
     p.add_argument("--train-limit", type=int, help="train on the first N training rows only")
     p.add_argument("--epochs", type=int, help="override the task's maximum epochs")
     p.add_argument("--masked-training", action="store_true",
@@ -330,6 +336,8 @@ def _config(args) -> RunConfig:
         chunk_size=g("chunk_size", 512),
         time_budget_s=g("time_budget", 5.0),
         isolation=g("isolation", "auto"),
+        sandbox=bool(g("sandbox")),
+        plugin_memory_gib=g("plugin_memory", 8.0),
         progress=not g("no_progress", False),
         notes=g("notes", "") or "",
     )

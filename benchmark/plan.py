@@ -52,7 +52,9 @@ class RunConfig:
     batch_size: int = 32  # examples per explain call and per metric call
     chunk_size: int = 512  # rows per forward pass in the perturbation engine
     time_budget_s: float = 5.0  # a plugin's, per example of <= 32 tokens; scaled with length
-    isolation: str = "auto"  # where plugins run: auto (worker for outside plugins), process, none
+    isolation: str = "auto"  # auto: plugins in workers, references here; process: all in workers; none: API objects here
+    sandbox: bool = False  # plugin workers inside bubblewrap: no network, read-only environment
+    plugin_memory_gib: float = 8.0  # a plugin worker's address-space limit
     progress: bool = True
     write_leaderboard: bool = True
     notes: str = ""

@@ -49,7 +49,7 @@ from benchmark.core.records import append_jsonl, read_jsonl
 from benchmark.plan import RunConfig
 from benchmark.roar_report import ALL, CLEAN, LENGTH, RANDOM, report  # noqa: F401
 from benchmark.runner import resolve_explainer, serviceable
-from benchmark.session import EvaluationSession, Explained, task_options
+from benchmark.session import EvaluationSession, Explained, confinement, task_options
 from metrics.masking import MaskPattern, RandomMask, RecursiveMask, TopKMask
 from metrics.ood import Mahalanobis, auroc, hidden_states
 
@@ -106,7 +106,7 @@ class ExplainJob:
 
 def explain_job(job: ExplainJob) -> Explained:
     session = _session(job.task, job.config, job.options).on_split(job.split)
-    return session.explain(resolve_explainer(job.explainer))
+    return session.explain(resolve_explainer(job.explainer, confinement(job.config)))
 
 
 def _session(task: str, config: RunConfig, options: TaskOptions) -> EvaluationSession:
@@ -147,7 +147,7 @@ class _TaskSweep:
         if list(sc.ratios) != sorted(set(sc.ratios)) or not all(0 < k < 1 for k in sc.ratios):
             raise InputError("roar: ratios must increase strictly, each in (0, 1)")
         self.refs = list(config.explainers or submissions.REFERENCE)
-        self.explainers = [resolve_explainer(e) for e in self.refs]
+        self.explainers = [resolve_explainer(e, confinement(config)) for e in self.refs]
         self.done = {r["key"]: r for r in read_jsonl(out)}
         self.originals: dict[int, Original] = {}
 
@@ -230,7 +230,7 @@ class _TaskSweep:
                 sessions[_name(options)] = _session(self.task, self.config, options)
         jobs, found = [], {}
         for options, ref in wanted:
-            explainer = resolve_explainer(ref)
+            explainer = resolve_explainer(ref, confinement(self.config))
             for split in sessions[_name(options)].prepared.splits:
                 session = sessions[_name(options)].on_split(split)
                 hit = session.cached(explainer)
@@ -244,7 +244,7 @@ class _TaskSweep:
         def store(i: int, explained: Explained) -> None:
             job = jobs[i]
             session, _ = found[(_name(job.options), job.explainer, job.split)]
-            session.store(resolve_explainer(job.explainer), explained)
+            session.store(resolve_explainer(job.explainer, confinement(self.config)), explained)
             found[(_name(job.options), job.explainer, job.split)] = (session, explained)
 
         self.executor.map(explain_job, jobs, on_done=store)

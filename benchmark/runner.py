@@ -29,6 +29,7 @@ import tasks as task_registry
 from benchmark import plan
 from benchmark.core.api import Explainer, capabilities
 from benchmark.core.errors import InputError, PluginError, UnknownNameError
+from benchmark.core.isolation import Confinement
 from benchmark.core.plugins import ENTRY_POINT_GROUP, load_explainer
 from benchmark.core.records import (
     FailureRecord,
@@ -39,7 +40,7 @@ from benchmark.core.records import (
     write_jsonl_atomic,
 )
 from benchmark.plan import RunConfig
-from benchmark.session import EvaluationSession, open_session, per_example_rows
+from benchmark.session import EvaluationSession, confinement, open_session, per_example_rows
 from leaderboard.suite import selection_label
 
 log = logging.getLogger(__name__)
@@ -126,12 +127,19 @@ def _is_instance(value, hint) -> bool:
     return isinstance(value, typing.get_origin(hint) or hint)
 
 
-def resolve_explainer(ref: str) -> Explainer:
+def resolve_explainer(ref: str, box: Confinement | None = None) -> Explainer:
     """A reference name (``gradient``) or any plugin reference (path, module, entry
-    point). A name that is none of these is bad input (``UnknownNameError``, exit 2,
-    with "did you mean"); a plugin that exists but fails to load is a PluginError."""
+    point), loaded in a worker confined by ``box``. A name that is none of these is bad
+    input (``UnknownNameError``, exit 2, with "did you mean"); a plugin that exists but
+    fails to load, or claims a reference explainer's name, is a PluginError."""
     reference = check_explainer(ref)
-    return reference if reference is not None else load_explainer(ref)
+    if reference is not None:
+        return reference
+    plugin = load_explainer(ref, box)
+    if plugin.spec.name in submissions.REGISTRY:
+        raise PluginError(ref, "load", f"the name {plugin.spec.name!r} is reserved for the "
+                          "reference explainer; give the plugin a name of its own")
+    return plugin
 
 
 def check_explainer(ref: str) -> Explainer | None:
@@ -222,7 +230,7 @@ def _load_explainers(config: RunConfig):
     loaded, failures = [], []
     for ref in refs:
         try:
-            loaded.append(resolve_explainer(ref))
+            loaded.append(resolve_explainer(ref, confinement(config)))
         except PluginError as exc:
             log.error("%s", exc)
             failures.append(FailureRecord(task="*", explainer=ref, stage="load", message=str(exc)))

@@ -33,14 +33,15 @@ from benchmark.core.api import (
     TaskOptions,
     TrainingInput,
 )
+from benchmark.core.cache import cache_dir, content_hash
 from benchmark.core.errors import InputError
 from benchmark.core.executor import make_executor
-from benchmark.core.isolation import plugin_caller
+from benchmark.core.isolation import Confinement, is_reference, plugin_caller
 from benchmark.core.perturb import Perturber
 from benchmark.core.provenance import environment
 from benchmark.core.records import ResultRecord, append_jsonl, read_jsonl, write_jsonl_atomic
 from benchmark.core.stats import as_estimate, bootstrap, corpus_bootstrap
-from benchmark.core.validation import model_eval
+from benchmark.core.validation import model_eval, spot_check
 from benchmark.plan import RunConfig, Unit, select, unit_key
 
 log = logging.getLogger(__name__)
@@ -228,8 +229,7 @@ class EvaluationSession:
         seconds = sum(line["seconds"] for line in done)
         bar = tqdm(total=len(self.examples), initial=len(scores), leave=False,
                    desc=f"explain {explainer.spec.name}", disable=not self.config.progress)
-        with plugin_caller(explainer, self.prepared.model, time_budget_s=self.config.time_budget_s,
-                           isolation=self.config.isolation) as caller:
+        with self.caller(explainer) as caller:
             for i in range(len(done), len(batches)):
                 batch, start = batches[i][0], time.perf_counter()
                 s = caller.explain(batch, targets[i * size : i * size + len(batch)], seed=self.seed)
@@ -243,9 +243,28 @@ class EvaluationSession:
                 scores += rows
                 bar.update(len(batch))
         bar.close()
+        if not is_reference(explainer) and self.config.isolation != "none":
+            self._spot_check(explainer, batches, targets, scores)
         if partial:
             partial.unlink(missing_ok=True)
         return Explained(scores, targets.tolist(), seconds)
+
+    def caller(self, explainer: Explainer):
+        """``plugin_caller`` for this session's model, budget and confinement."""
+        return plugin_caller(explainer, self.prepared.model, time_budget_s=self.config.time_budget_s,
+                             isolation=self.config.isolation, box=confinement(self.config))
+
+    def _spot_check(self, explainer: Explainer, batches, targets, scores) -> None:
+        """A seeded sample of this run's batches explained again by a fresh worker, in
+        other batches and alone (``validation.spot_check``): a PluginError on a mismatch."""
+        size, padded, start = self.config.batch_size, [], 0
+        for batch, *_ in batches:
+            padded.append(_padded(scores[start:start + len(batch)], batch.ids.shape))
+            start += len(batch)
+        pick = int(content_hash([explainer.spec.id, self.seed, self.split]), 16) % 2 ** 31
+        spot_check(explainer.spec.name, lambda: self.caller(explainer), [b[0] for b in batches],
+                   [targets[i * size : i * size + len(b[0])] for i, b in enumerate(batches)],
+                   padded, seed=self.seed, sample_seed=pick)
 
     # -- score -----------------------------------------------------------------------------
 
@@ -482,6 +501,13 @@ def reference_rate(examples: Sequence) -> float | None:
         marked = {u for u, bit in zip(units, e.reference) if bit}
         rates.append(len(marked) / len(set(units)))
     return sum(rates) / len(rates) if rates else None
+
+
+def confinement(config: RunConfig) -> Confinement:
+    """Plugin workers' limits; a sandbox also hides the results, data and model cache."""
+    hidden = [config.out, cache_dir()] + ([config.data_dir] if config.data_dir else [])
+    return Confinement(sandbox=config.sandbox, memory_gib=config.plugin_memory_gib,
+                       hidden=tuple(str(Path(p).resolve()) for p in hidden))
 
 
 def _padded(rows: Sequence[Sequence[float]], shape) -> torch.Tensor:

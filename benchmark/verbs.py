@@ -36,7 +36,7 @@ from benchmark.runner import (
     run,
     serviceable,
 )
-from benchmark.session import open_session, per_example_rows
+from benchmark.session import confinement, open_session, per_example_rows
 from metrics.agreement import agreement_matrix, check_k_frac
 
 
@@ -48,7 +48,7 @@ def explain_to_file(task: str, explainer: str, out_file: str, config: RunConfig)
     session = open_session(task, config)
     # as examples, not a split: nothing is cached or kept part-done under ``config.out``,
     # which for this verb names the output file
-    explained = session.on(session.examples).explain(resolve_explainer(explainer))
+    explained = session.on(session.examples).explain(resolve_explainer(explainer, confinement(config)))
     write_jsonl_atomic(Path(out_file), [
         {"id": e.id, "tokens": list(e.tokens), "scores": s, "target": t,
          **({"segments": list(e.segments)} if e.segments is not None else {}),
@@ -209,7 +209,7 @@ def agreement(task: str, config: RunConfig, *, k_frac: float = 0.2
     failures, chosen = [], []
     for ref in refs:
         try:
-            chosen.append((ref, resolve_explainer(ref)))
+            chosen.append((ref, resolve_explainer(ref, confinement(config))))
         except PluginError as exc:
             failures.append(record_failure(out, exc, session.spec.id, ref, session.seed))
     if not config.explainers:  # the default set: only those this model can serve, as in run
@@ -256,19 +256,27 @@ def agreement(task: str, config: RunConfig, *, k_frac: float = 0.2
     return rows, path, failures
 
 
-def validate_plugin(ref: str, config: RunConfig, n_examples: int = 8) -> list[CheckResult]:
-    """Load a plugin and run every check on the synthetic task's model."""
+def validate_plugin(ref: str, config: RunConfig, n_examples: int = 12) -> list[CheckResult]:
+    """Load a plugin (in a worker) and run every check on the synthetic task's model:
+    ``n_examples`` in one batch, again, in a fresh worker in other orders and batch
+    sizes and each alone (``run_checks``)."""
+    box = confinement(config)
     try:
-        plugin = resolve_explainer(ref)
+        plugin = resolve_explainer(ref, box)
     except PluginError as exc:
         return [CheckResult("load", False, str(exc))]
     session = open_session("synthetic", replace(config, data_dir=None, variant=None,
                                                 split=None, limit=n_examples, sample=None))
     batch, _, _ = next(session.prepared.batches(session.examples, n_examples))
     target = session.targets
-    with plugin_caller(plugin, session.prepared.model, time_budget_s=config.time_budget_s,
-                       isolation=config.isolation) as caller:
-        checks = run_checks(plugin, caller, batch, target, time_budget_s=config.time_budget_s)
+
+    def caller():
+        return plugin_caller(plugin, session.prepared.model, time_budget_s=config.time_budget_s,
+                             isolation=config.isolation, box=box)
+
+    with caller() as first:
+        checks = run_checks(plugin, first, batch, target, time_budget_s=config.time_budget_s,
+                            fresh=caller)
     return [CheckResult("load", True, plugin.spec.id)] + checks
 
 

@@ -8,8 +8,11 @@ any library of your own). Load and check it with::
 
     faithbench validate path/to/my_explainer.py
 
-which runs ``benchmark.core.validation.run_checks``: output shape, finite values,
-determinism (if declared), the same answer alone and in a batch, time per example.
+which imports it in a worker process (faithbench never imports a plugin itself) and
+runs ``benchmark.core.validation.run_checks``: output shape, finite values,
+determinism, the same answer alone, in another order and in batches of other sizes,
+time per example. A run re-checks a seeded sample of its own batches the same way in
+a fresh worker, and fails the plugin on any difference.
 
 The method below is a small working example: the L1 norm over the embedding
 dimension of gradient ⊙ input, |∂ logit_target / ∂ e_t| · |e_t| summed over d.
@@ -27,8 +30,11 @@ The contract of ``explain(model, batch, target, *, rng)``:
   or a non-tensor is a PluginError naming your explainer and the example ids.
 - Work on the whole batch at once: no Python loop over examples. A row's scores
   must not depend on the other rows or on the padding width.
-- ``rng`` (a torch.Generator) is the only randomness allowed. If you declare
-  ``deterministic=True``, the same seed must give the same scores.
+- Randomness only from ``example_generator(rng, batch.example_ids[b])`` (in
+  ``benchmark.core.api``), one generator per example: an explainer is a
+  deterministic function of (model, example, seed), whatever ``deterministic`` says.
+- ``spec.name`` matches ``[a-z][a-z0-9_]{0,63}`` and may not be a reference
+  explainer's name; the version and parameter values are short plain strings.
 - Use only the model surface: ``logits``, ``embed``, ``logits_from_embeddings``,
   ``attention``, ``pad_id``, ``mask_id``, ``baseline_id``. The model is already in
   eval mode. Do not train it or leave gradients on its parameters: take

@@ -6,6 +6,7 @@ known, explained one (sentence, target position) row at a time."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
 from pathlib import Path
 
@@ -18,7 +19,6 @@ from benchmark.core.api import Batch, Explainer, ExplainerSpec
 from benchmark.core.isolation import InProcess
 from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
 from benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
-from benchmark.core.plugins import load_explainer
 from benchmark.core.validation import run_checks
 from benchmark.core.vocab import collate
 from submissions.integrated_gradients import IntegratedGradientsExplainer
@@ -144,12 +144,12 @@ def check_against(explainer: Explainer, model, expected, size: int, atol=1e-5):
 
 @pytest.mark.parametrize("size", [1, 2, 3])
 def test_gradient_is_norm_of_linear_map_column(size):
-    check_against(load_explainer("submissions.gradient"), BagOfWords(), GRADIENT, size)
+    check_against(submissions.get_explainer("gradient"), BagOfWords(), GRADIENT, size)
 
 
 @pytest.mark.parametrize("size", [1, 2, 3])
 def test_gradient_x_input_is_signed_dot_product(size):
-    check_against(load_explainer("submissions.gradient_x_input"), BagOfWords(), GRAD_X_INPUT, size)
+    check_against(submissions.get_explainer("gradient_x_input"), BagOfWords(), GRAD_X_INPUT, size)
 
 
 @pytest.mark.parametrize("size", [1, 2, 3])
@@ -159,13 +159,13 @@ def test_integrated_gradients_on_linear_model_is_gradient_times_input_minus_base
     ig = IntegratedGradientsExplainer(rows_per_pass=size)
     check_against(ig, BagOfWords(baseline_id=0), GRAD_X_INPUT, size)
     # a non-zero baseline embedding: IG = gradient × (input − baseline)
-    check_against(load_explainer("submissions.integrated_gradients"), BagOfWords(baseline_id=1),
+    check_against(submissions.get_explainer("integrated_gradients"), BagOfWords(baseline_id=1),
                   IG_FROM_UNK, size)
 
 
 @pytest.mark.parametrize("size", [1, 2, 3])
 def test_occlusion_is_probability_drop_on_deletion(size):
-    check_against(load_explainer("submissions.occlusion"), BagOfWords(), OCCLUSION, size)
+    check_against(submissions.get_explainer("occlusion"), BagOfWords(), OCCLUSION, size)
     check_against(OcclusionExplainer(chunk_size=size), BagOfWords(), OCCLUSION, size)
 
 
@@ -188,15 +188,15 @@ def test_occlusion_deletes_and_closes_the_gap_keeping_order_and_segments(chunk_s
 @pytest.mark.parametrize("size", [1, 2, 3])
 def test_attention_is_what_the_model_reports(size):
     model = BagOfWords()
-    check_against(load_explainer("submissions.attention"), model, ATTENTION, size)
+    check_against(submissions.get_explainer("attention"), model, ATTENTION, size)
     for _, batch, target in batches_of(size):
-        got = load_explainer("submissions.attention").explain(model, batch, target, rng=rng())
+        got = submissions.get_explainer("attention").explain(model, batch, target, rng=rng())
         assert torch.equal(got, model.attention(batch))
 
 
 @pytest.mark.parametrize("size", [1, 2, 3])
 def test_random_depends_only_on_seed_and_example_id(size):
-    explainer = load_explainer("submissions.random")
+    explainer = submissions.get_explainer("random")
     whole = explainer.explain(BagOfWords(), collate(ROWS, ["r0", "r1", "r2"]),
                               torch.tensor(TARGETS), rng=rng())
     for start, batch, target in batches_of(size):
@@ -246,7 +246,7 @@ def test_integrated_gradients_completeness_on_bilstm():
     baseline = batch.replace(ids=batch.ids.masked_fill(batch.mask, model.baseline_id))
     delta = target_logit(model, batch, target) - target_logit(model, baseline, target)
     assert delta.abs().min() > 0.3  # measured 0.50..1.01: the path is not trivially short
-    ig = load_explainer("submissions.integrated_gradients")
+    ig = submissions.get_explainer("integrated_gradients")
     attr = ig.explain(model, batch, target, rng=rng())
     # Gauss-Legendre with 50 nodes: measured error <= 4e-7 here; 5 nodes err by up to 0.47
     torch.testing.assert_close(attr.sum(dim=1), delta, atol=1e-4, rtol=1e-4)
@@ -258,7 +258,7 @@ def test_integrated_gradients_completeness_on_bilstm():
 def test_gradient_methods_leave_no_grads_and_work_under_no_grad(name):
     model = classifier()
     batch, target = padded_batch()
-    explainer = load_explainer(submissions.reference_module(name))
+    explainer = submissions.get_explainer(name)
     free = explainer.explain(model, batch, target, rng=rng())
     with torch.no_grad():
         inside = explainer.explain(model, batch, target, rng=rng())
@@ -268,7 +268,7 @@ def test_gradient_methods_leave_no_grads_and_work_under_no_grad(name):
 
 @pytest.mark.parametrize("name", submissions.UNIVERSAL + ("TEMPLATE",))
 def test_reference_explainer_passes_every_plugin_check(name):
-    explainer = load_explainer(f"submissions.{name}")
+    explainer = importlib.import_module(f"submissions.{name}").EXPLAINER
     batch, target = padded_batch()
     results = run_checks(explainer, InProcess(explainer, classifier(), 1.0), batch, target)
     failed = [(r.check, r.detail) for r in results if not r.passed]
@@ -279,7 +279,7 @@ def test_reference_explainer_passes_every_plugin_check(name):
 
 @pytest.mark.parametrize("name", submissions.REFERENCE)
 def test_reference_spec_is_frozen_and_named_for_its_module(name):
-    explainer = load_explainer(submissions.reference_module(name))
+    explainer = submissions.get_explainer(name)
     spec = explainer.spec
     assert isinstance(spec, ExplainerSpec) and isinstance(explainer, Explainer)
     assert spec.name == name and spec.version == "1" and spec.citation and spec.description
@@ -291,7 +291,7 @@ def test_reference_spec_is_frozen_and_named_for_its_module(name):
 
 
 def test_reference_ids():
-    ids = {n: load_explainer(f"submissions.{n}").spec.id for n in submissions.REFERENCE}
+    ids = {n: submissions.get_explainer(n).spec.id for n in submissions.REFERENCE}
     assert ids == {
         "attention": "attention@1",
         "gradient": "gradient[norm=l2]@1",
@@ -384,7 +384,7 @@ ALIGNMENT_FLOOR = {"attention": 0.9, "gradient": 0.55, "gradient_x_input": 0.9,
 @pytest.mark.parametrize("name", submissions.UNIVERSAL)
 def test_explainers_recover_the_known_alignment(reversal, name):
     model, (batch, target, gold) = reversal
-    scores = load_explainer(submissions.reference_module(name)).explain(model, batch, target,
+    scores = submissions.get_explainer(name).explain(model, batch, target,
                                                                        rng=rng())
     picked = scores.masked_fill(~batch.mask, float("-inf")).argmax(dim=1)
     hit = (picked == gold).float().mean().item()
@@ -403,7 +403,7 @@ def test_explainers_pass_plugin_checks_on_alignment_rows(reversal):
     rows = torch.tensor([0, 5, 11, 17, 30, 40])
     small = batch.select(rows)
     for name in submissions.UNIVERSAL:
-        explainer = load_explainer(submissions.reference_module(name))
+        explainer = submissions.get_explainer(name)
         results = run_checks(explainer, InProcess(explainer, model, 1.0), small, target[rows])
         failed = [(r.check, r.detail) for r in results if not r.passed]
         assert not failed, (name, failed)
@@ -415,7 +415,7 @@ def test_integrated_gradients_completeness_on_seq2seq(reversal):
     baseline = batch.replace(ids=batch.ids.masked_fill(batch.mask, model.baseline_id))
     delta = target_logit(model, batch, target) - target_logit(model, baseline, target)
     assert delta.abs().min() > 1.0  # measured 5.2..13.1
-    ig = load_explainer("submissions.integrated_gradients")
+    ig = submissions.get_explainer("integrated_gradients")
     attr = ig.explain(model, batch, target, rng=rng())
     # 50 Gauss-Legendre nodes: measured error 4e-6; 20 nodes 7e-4; 5 nodes 0.95
     torch.testing.assert_close(attr.sum(dim=1), delta, atol=1e-3, rtol=1e-4)

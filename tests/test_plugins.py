@@ -1,24 +1,22 @@
-"""Loading explainer plugins by file path, module name and entry point, and what
-broken plugins (tests/plugins/) turn into: a PluginError naming the plugin, the
-stage and — for failures at explain time — the example ids; ``run_checks``
-reports them as failed checks without raising. Plugins that exit, hang, change the
-model or leave threads behind are in tests/test_isolation.py."""
+"""Loading explainer plugins by file path, module name and entry point (always in a
+worker process), and what broken plugins (tests/plugins/) turn into: a PluginError
+naming the plugin, the stage and — for failures at explain time — the example ids;
+``run_checks`` reports them as failed checks without raising. Plugins that exit,
+hang, change the model or leave threads behind are in tests/test_isolation.py;
+hostile ones in tests/test_sandbox.py."""
 
 from __future__ import annotations
 
-from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
 import torch
 
 import submissions
-from benchmark.core import plugins
-from benchmark.core.api import ExplainerSpec
 from benchmark.core.errors import PluginError
-from benchmark.core.isolation import InProcess
-from benchmark.core.plugins import ENTRY_POINT_GROUP, load_explainer
-from benchmark.core.validation import explain_checked, run_checks
+from benchmark.core.isolation import plugin_caller
+from benchmark.core.plugins import ENTRY_POINT_GROUP, PluginExplainer, load_explainer
+from benchmark.core.validation import run_checks
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -32,58 +30,63 @@ IDS = ("ex-a", "ex-b", "ex-c")
 
 
 
-
-
 def broken(name: str) -> str:
     return str(BROKEN / f"{name}.py")
+
+
+def in_worker(explainer, model, b, target, budget=None):
+    with plugin_caller(explainer, model, time_budget_s=budget, isolation="process") as caller:
+        return caller.explain(b, target, seed=0)
 
 
 # ---------------------------------------------------------------- loading
 
 @pytest.mark.parametrize("name", submissions.UNIVERSAL)
 def test_load_by_file_path(name, model, batch):
+    """A plugin is a spec (data) here; its scores come from a worker, the same by path,
+    by module and as the reference object in this process."""
     explainer = load_explainer(str(SUBMISSIONS / f"{name}.py"))
-    assert isinstance(explainer.spec, ExplainerSpec) and explainer.spec.name == name
+    assert isinstance(explainer, PluginExplainer) and explainer.spec.name == name
     by_module = load_explainer(submissions.reference_module(name))
+    assert by_module.spec == explainer.spec == submissions.get_explainer(name).spec
     b, target = batch
-    torch.testing.assert_close(explainer.explain(model, b, target, rng=torch.Generator()),
-                               by_module.explain(model, b, target, rng=torch.Generator()))
+    here = submissions.get_explainer(name).explain(model, b, target,
+                                                   rng=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(in_worker(explainer, model, b, target), here.masked_fill(~b.mask, 0))
+    torch.testing.assert_close(in_worker(by_module, model, b, target), here.masked_fill(~b.mask, 0))
 
 
 @pytest.mark.parametrize("name", submissions.REFERENCE)
 def test_load_by_module_name(name):
     explainer = load_explainer(f"submissions.{name}")
-    assert explainer.spec.name == name
-    assert explainer is load_explainer(f"submissions.{name}")  # a module is imported once
+    assert explainer.spec == submissions.get_explainer(name).spec
 
 
-def fake_entry_points(*eps: EntryPoint):
-    """Stands in for importlib.metadata.entry_points, as an installed package would."""
-
-    def entry_points(*, group: str | None = None):
-        return [ep for ep in eps if group is None or ep.group == group]
-
-    return entry_points
+def installed_entry_point(root: Path, monkeypatch, name: str, value: str) -> None:
+    """An installed distribution (a dist-info folder on sys.path) whose entry point
+    ``name`` in our group is ``value``, as ``pip install`` of a plugin package makes;
+    the worker sees it through the sys.path it is given."""
+    info = root / "fake_plugin-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{name} = {value}\n"
+                                           f"[other.group]\n{name} = submissions.gradient\n")
+    monkeypatch.syspath_prepend(str(root))
 
 
 @pytest.mark.parametrize("value", ["submissions.occlusion", "submissions.occlusion:EXPLAINER"])
-def test_load_by_entry_point(monkeypatch, value):
-    monkeypatch.setattr(plugins, "entry_points", fake_entry_points(
-        EntryPoint(name="my_occlusion", value=value, group=ENTRY_POINT_GROUP),
-        EntryPoint(name="my_occlusion", value="submissions.gradient", group="other.group"),
-    ))
+def test_load_by_entry_point(tmp_path, monkeypatch, value):
+    installed_entry_point(tmp_path, monkeypatch, "my_occlusion", value)
     explainer = load_explainer("my_occlusion")
     assert explainer.spec.name == "occlusion"
 
 
-def test_entry_point_that_fails_to_import(monkeypatch):
-    value = "faithbench_no_such_package.explainer"
-    monkeypatch.setattr(plugins, "entry_points", fake_entry_points(
-        EntryPoint(name="ghost", value=value, group=ENTRY_POINT_GROUP)))
+def test_entry_point_that_fails_to_import(tmp_path, monkeypatch):
+    installed_entry_point(tmp_path, monkeypatch, "ghost", "faithbench_no_such_package.explainer")
     with pytest.raises(PluginError) as info:
         load_explainer("ghost")
     assert info.value.plugin == "ghost" and info.value.stage == "load"
-    assert "'ghost'" in str(info.value) and "load" in str(info.value)
+    assert "'ghost'" in str(info.value) and "ModuleNotFoundError" in str(info.value)
 
 
 # ---------------------------------------------------------------- broken at load time
@@ -124,7 +127,7 @@ def test_broken_at_explain(file, name, says, ids, model, batch):
     explainer = load_explainer(broken(file))  # loads fine: the failure shows when it runs
     b, target = batch
     with pytest.raises(PluginError) as info:
-        explain_checked(explainer, model, b, target, seed=0)
+        in_worker(explainer, model, b, target)
     err = info.value
     assert (err.plugin, err.stage, err.example_ids) == (name, "explain", ids)
     message = str(err)
@@ -137,9 +140,9 @@ def test_broken_at_explain(file, name, says, ids, model, batch):
 def test_slow_plugin_over_its_time_budget(model, batch):
     explainer = load_explainer(broken("slow"))
     b, target = batch
-    explain_checked(explainer, model, b, target, seed=0, time_budget_s=10.0)  # within budget
+    in_worker(explainer, model, b, target, budget=10.0)  # within budget
     with pytest.raises(PluginError) as info:
-        explain_checked(explainer, model, b, target, seed=0, time_budget_s=0.001)
+        in_worker(explainer, model, b, target, budget=0.001)
     err = info.value
     assert (err.plugin, err.stage, err.example_ids) == ("broken_slow", "explain", IDS)
     assert "time budget of 0.001s per example" in str(err) and "[examples ex-a, ex-b, ex-c]" in str(err)
@@ -161,8 +164,8 @@ ALL_BUT_SPEC = {"shape_and_finite", "determinism", "alone_vs_batch", "time_per_e
 def test_run_checks_reports_broken_plugins(file, failing, model, batch):
     b, target = batch
     explainer = load_explainer(broken(file))
-    results = run_checks(explainer, InProcess(explainer, model, 0.005), b, target,
-                         time_budget_s=0.005)
+    with plugin_caller(explainer, model, time_budget_s=0.005) as caller:
+        results = run_checks(explainer, caller, b, target, time_budget_s=0.005)
     assert [r.check for r in results] == ["spec", "shape_and_finite", "determinism",
                                           "alone_vs_batch", "time_per_example"]
     assert {r.check for r in results if not r.passed} == failing

@@ -1,56 +1,94 @@
-"""Where a plugin's ``explain`` runs: in this process, or in a worker process.
+"""Where an explainer's ``explain`` runs: in this process (the reference explainers,
+whose code is this project's), or in a worker process (every plugin, always).
 
-Every call, wherever it runs, goes through ``validation.call_plugin``: the model is
-put in eval mode, and a plugin that changes a weight, leaves a thread running,
-raises (``SystemExit`` included), or returns bad scores fails with a PluginError.
+A worker (``Worker``) is a fresh Python process (``benchmark.core.plugin_host``),
+never a fork of this one: it holds no examples, labels, rationales or other
+explainers' scores. It gets the model through a file written here, the batches it
+explains and their targets, and sends back plain arrays (``benchmark.core.wire``:
+no pickle, dtypes and shapes checked here). It runs in its own session with the
+limits of ``benchmark.core.confine`` (memory, parent-death signal, no writes
+outside its scratch folder; ``--sandbox``: inside bubblewrap). The whole session
+is killed when the explainer is done, daemons included.
 
-In-process code cannot survive ``os._exit``, a hang in C code that no signal
-interrupts, or a thread that never ends. So outside plugins run in a worker: a
-forked process that inherits the model and the loaded plugin (nothing is copied up
-front; the fork shares the memory read-only until written), receives pickled
-batches, and sends scores back. The parent enforces the time budget by waiting at
-most that long for the answer and then killing the worker; a worker that dies
-(``sys.exit``, ``os._exit``, a crash) is an EOF on the pipe, reported with its exit
-code. Whatever the plugin does to its copy of the model, the parent's model is
-untouched, and the worker is killed when the explainer is done, threads and all.
-
-The reference explainers (modules under ``submissions.``) are this project's own
-code and run in-process by default (``isolation="auto"``): the worker costs a fork
-per explainer and a pickle round trip per batch (measured in the README).
-
-The time budget guards against a plugin that hangs; it is not a speed contest. So it
-applies to outside plugins only (a reference explainer's cost is known and measured,
-and integrated gradients on a long review legitimately takes minutes), and it scales
-with length: ``time_budget_s`` per example of up to ``BUDGET_TOKENS`` tokens, and as
-much again per ``BUDGET_TOKENS`` tokens of a longer one (``batch_limit``).
+Time: the worker measures the plugin call itself (wall and CPU seconds), so the
+budget excludes start-up and transport; this process waits at most twice the
+budget plus ``TRANSPORT_S`` before it kills a worker that does not answer. The
+budget guards against a plugin that hangs; it is not a speed contest, so the
+reference explainers have none, and it scales with length: ``time_budget_s`` per
+example of up to ``BUDGET_TOKENS`` tokens, and as much again per
+``BUDGET_TOKENS`` tokens of a longer one (``batch_limit``).
 """
 
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
-import pickle
+import select
 import signal
+import subprocess
+import sys
+import tempfile
+import time
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
 import torch
 
+from benchmark.core import confine, wire
 from benchmark.core.api import Batch, ExplainableModel, Explainer, capabilities
 from benchmark.core.errors import InputError, PluginError
-from benchmark.core.validation import call_plugin, deadline
+from benchmark.core.plugins import PluginExplainer, spec_from_data
+from benchmark.core.validation import call_plugin, check_scores, deadline
 
 log = logging.getLogger(__name__)
 
-ISOLATION = ("auto", "process", "none")
-TRUSTED_PACKAGE = "submissions."  # the reference explainers
+ISOLATION = ("auto", "process")  # auto: plugins in a worker, reference explainers here
+# "none" (Python API only): objects the caller built in this process run here; a
+# loaded plugin (``PluginExplainer``) is refused, it runs only in a worker.
+API_ISOLATION = ISOLATION + ("none",)
 BUDGET_TOKENS = 32  # the time budget covers an example of up to this many tokens
+TRANSPORT_S = 5.0  # slack for sending a batch and its scores, beyond twice the budget
+LOAD_TIMEOUT_S = 120.0  # starting Python, torch and the plugin's own imports
+MEMORY_GIB = 8.0  # a worker's address-space limit (``--plugin-memory``)
 _CLOSE_WAIT_S = 2.0
+_LIVE: set[int] = set()  # pids of the workers running now (kept by ``kill_orphans``)
+_REFERENCE_DIR = Path(__file__).resolve().parents[2] / "submissions"
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """How a worker is confined: ``sandbox`` (bubblewrap: no network, no file system
+    beyond a read-only environment), the memory limit, torch threads, and paths the
+    sandbox must hide even when they lie inside a readable folder."""
+
+    sandbox: bool = False
+    memory_gib: float | None = MEMORY_GIB
+    threads: int = 1
+    hidden: tuple[str, ...] = ()
+
+    def check(self) -> None:
+        if self.sandbox and confine.bwrap() is None:
+            raise InputError("--sandbox needs bubblewrap (`bwrap`), which is not installed "
+                             "(Debian/Ubuntu: apt-get install bubblewrap); without --sandbox "
+                             "plugins run confined but can read your files")
+        if self.memory_gib is not None and not self.memory_gib > 0:
+            raise InputError(f"--plugin-memory must be > 0 GiB, got {self.memory_gib}")
 
 
 def is_reference(explainer: Explainer) -> bool:
-    """True for the project's own explainers (their class lives in ``submissions``)."""
-    return type(explainer).__module__.startswith(TRUSTED_PACKAGE)
+    """True for the project's own explainers: an object of a class defined in a module
+    of this checkout's ``submissions`` folder. A plugin never has an object in this
+    process (``PluginExplainer`` holds data), so no plugin can claim to be one."""
+    if isinstance(explainer, PluginExplainer):
+        return False
+    cls = type(explainer)
+    module = sys.modules.get(cls.__module__)
+    file = getattr(module, "__file__", None)
+    return (cls.__module__.startswith("submissions.") and file is not None
+            and Path(file).resolve().parent == _REFERENCE_DIR
+            and getattr(module, cls.__name__, None) is cls)
 
 
 def batch_limit(time_budget_s: float | None, batch: Batch) -> float | None:
@@ -68,132 +106,284 @@ def batch_limit(time_budget_s: float | None, batch: Batch) -> float | None:
     return time_budget_s * float(units)
 
 
-def over_budget(name: str, time_budget_s: float | None, batch: Batch) -> PluginError:
+def over_budget(name: str, time_budget_s: float | None, batch: Batch,
+                took: float | None = None) -> PluginError:
     limit = batch_limit(time_budget_s, batch)
+    used = f"took {took:.3g}s, " if took is not None else ""
     return PluginError(name, "explain", f"exceeded its time budget of {time_budget_s}s per "
-                       f"example ({limit:.3g}s for a batch of {len(batch)} examples with "
+                       f"example ({used}{limit:.3g}s for a batch of {len(batch)} examples with "
                        f"{int(batch.lengths.sum())} tokens; an example of more than "
                        f"{BUDGET_TOKENS} tokens gets it once per {BUDGET_TOKENS})",
                        batch.example_ids)
 
 
 class InProcess:
-    """Calls the plugin here, stopped by SIGALRM after its budget (main thread only)."""
+    """Calls an explainer here (the reference explainers, or an object the caller built
+    in this process and asked to run here), stopped by SIGALRM after its budget."""
 
     def __init__(self, explainer: Explainer, model: ExplainableModel,
                  time_budget_s: float | None):
+        if isinstance(explainer, PluginExplainer):
+            raise InputError(f"plugin {explainer.ref!r} runs only in a worker process")
         self.explainer, self.model, self.time_budget_s = explainer, model, time_budget_s
 
     def explain(self, batch: Batch, target: torch.Tensor, *, seed: int) -> torch.Tensor:
         limit = batch_limit(self.time_budget_s, batch)
         error = None if limit is None else over_budget(self.explainer.spec.name,
                                                        self.time_budget_s, batch)
+        timing: dict = {}
         with deadline(limit, error):
-            return call_plugin(self.explainer, self.model, batch, target, seed=seed,
-                               time_limit=limit)
+            scores = call_plugin(self.explainer, self.model, batch, target, seed=seed,
+                                 timing=timing)
+        if limit is not None and timing["wall_s"] > limit:
+            raise over_budget(self.explainer.spec.name, self.time_budget_s, batch,
+                              timing["wall_s"])
+        return check_scores(self.explainer.spec.name, scores, batch)
 
     def close(self) -> None:
         pass
 
 
 class Worker:
-    """Calls the plugin in a forked worker process, started at the first call."""
+    """Calls the explainer in a fresh worker process, started at the first call (and
+    again after a call it had to kill)."""
 
-    def __init__(self, explainer: Explainer, model: ExplainableModel,
-                 time_budget_s: float | None):
-        self.explainer, self.model, self.time_budget_s = explainer, model, time_budget_s
-        self.name = explainer.spec.name
-        self.process = self.conn = None
+    def __init__(self, explainer: Explainer | None, model: ExplainableModel | None,
+                 time_budget_s: float | None, box: Confinement = Confinement(), *,
+                 ref: str | None = None):
+        plugin = isinstance(explainer, PluginExplainer)
+        self.ref = explainer.ref if plugin else ref  # imported by the worker
+        self.obj = None if plugin else explainer  # or sent to it, built here by the caller
+        self.spec = None if explainer is None else explainer.spec
+        self.name = ref if explainer is None else explainer.spec.name
+        self.model, self.time_budget_s, self.box = model, time_budget_s, box
+        self.process = self.scratch = None
+        self.fd_in = self.fd_out = None  # ours: we write to fd_out, read from fd_in
+        self.stats = {"starts": 0, "start_s": 0.0, "plugin_s": 0.0, "cpu_s": 0.0, "calls": 0}
 
-    def _start(self) -> None:
-        ctx = multiprocessing.get_context("fork")
-        parent, child = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, daemon=True, name=f"faithbench-{self.name}",
-                                   args=(child, self.explainer, self.model))
-        self.process.start()
-        child.close()
-        self.conn = parent
+    # -- start and load --------------------------------------------------------------
+
+    def start(self) -> dict:
+        """Start the worker and wait until it has loaded the explainer; its spec (data)."""
+        began = time.perf_counter()
+        self.scratch = Path(tempfile.mkdtemp(prefix="faithbench-worker-"))
+        init_file = self.scratch / "init.pt"
+        torch.save({"model": self.model, "explainer": self.obj}, init_file)
+        child_in, self.fd_out = os.pipe()
+        self.fd_in, child_out = os.pipe()
+        cmd = [sys.executable, "-m", "benchmark.core.plugin_host", str(child_in), str(child_out)]
+        readable = _readable(self.ref)
+        if self.box.sandbox:
+            cmd = confine.sandbox_command(readable, [Path(p) for p in self.box.hidden],
+                                          self.scratch) + cmd
+        else:
+            confine.become_subreaper()
+        env = {**os.environ, "OMP_NUM_THREADS": str(self.box.threads), "HOME": str(self.scratch),
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        if self.box.sandbox:
+            cmd[cmd.index("--clearenv") + 1:cmd.index("--clearenv") + 1] = [
+                x for k in ("PATH", "OMP_NUM_THREADS", "HOME", "PYTHONDONTWRITEBYTECODE", "LANG")
+                if k in env for x in ("--setenv", k, env[k])]
+        try:
+            self.process = subprocess.Popen(cmd, pass_fds=(child_in, child_out), env=env,
+                                            start_new_session=True, stdin=subprocess.DEVNULL)
+            _LIVE.add(self.process.pid)
+        finally:
+            os.close(child_in)
+            os.close(child_out)
+        memory = None if self.box.memory_gib is None else int(self.box.memory_gib * 2 ** 30)
+        wire.send(self.fd_out, {
+            "ref": self.ref, "init_file": str(init_file),
+            "sys_path": [os.path.abspath(p or ".") for p in sys.path if os.path.isdir(p or ".")],
+            "scratch": str(self.scratch), "memory_bytes": memory, "threads": self.box.threads,
+            "parent_pid": None if self.box.sandbox else os.getpid()})
+        header, _ = self._answer(LOAD_TIMEOUT_S, "load", (), during="loading")
+        self.stats["starts"] += 1
+        self.stats["start_s"] += time.perf_counter() - began
+        return header.get("spec")
+
+    def _answer(self, timeout: float, stage: str, ids, *, during: str):
+        """The worker's next message, or a PluginError: it died, hung, or sent garbage."""
+        ready, _, _ = select.select([self.fd_in], [], [], timeout)
+        if not ready:
+            self.close()
+            if stage == "load":
+                raise PluginError(self.name, "load", f"did not finish loading within "
+                                  f"{LOAD_TIMEOUT_S:.0f}s (a hang at import?)")
+            return None, None
+        try:
+            header, arrays = wire.decode(wire.receive(self.fd_in))
+        except EOFError:
+            code = self._reap()
+            raise PluginError(self.name, stage, f"its worker process died (exit code {code}) "
+                              f"while {during}: the plugin exited (sys.exit, os._exit) or "
+                              f"crashed{_signal_name(code)}", ids) from None
+        except wire.WireError as exc:
+            self.close()
+            raise PluginError(self.name, stage, f"its worker sent a malformed reply ({exc})",
+                              ids) from None
+        if header.get("op") == "error":
+            self.close() if stage == "load" else None
+            raise PluginError(self.name, _text(header.get("stage"), stage),
+                              _text(header.get("problem"), "failed"), _ids(header.get("ids"), ids))
+        return header, arrays
+
+    # -- explain ---------------------------------------------------------------------
 
     def explain(self, batch: Batch, target: torch.Tensor, *, seed: int) -> torch.Tensor:
-        if self.process is None or not self.process.is_alive():
-            self._start()
-        limit = batch_limit(self.time_budget_s, batch)
-        try:
-            self.conn.send_bytes(pickle.dumps((batch, target, seed)))
-            if not self.conn.poll(limit):
+        if self.process is None or self.process.poll() is not None:
+            spec = self.start()
+            if spec_from_data(spec, self.name) != self.spec:
                 self.close()
-                raise over_budget(self.name, self.time_budget_s, batch)
-            status, payload = pickle.loads(self.conn.recv_bytes())
-        except (EOFError, BrokenPipeError, ConnectionResetError):
+                raise PluginError(self.name, "load", "the worker loaded an explainer whose "
+                                  "spec differs from the one loaded before (changed file?)")
+        limit = batch_limit(self.time_budget_s, batch)
+        arrays = {"ids": batch.ids, "mask": batch.mask, "target": target,
+                  **{k: getattr(batch, k) for k in ("segments", "prefix", "prefix_mask", "words")
+                     if getattr(batch, k) is not None}}
+        try:
+            wire.send(self.fd_out, {"op": "explain", "seed": int(seed), "limit_s": limit,
+                                    "example_ids": list(batch.example_ids)},
+                      {k: v.detach().cpu().numpy() for k, v in arrays.items()})
+        except (BrokenPipeError, ConnectionResetError):
             code = self._reap()
             raise PluginError(self.name, "explain", f"its worker process died (exit code "
-                              f"{code}): the plugin exited (sys.exit, os._exit) or crashed",
-                              batch.example_ids) from None
-        if status == "error":
-            stage, problem, ids = payload
-            raise PluginError(self.name, stage, problem, ids)
-        return payload
+                              f"{code}){_signal_name(code)}", batch.example_ids) from None
+        wait = None if limit is None else 2 * limit + TRANSPORT_S
+        header, arrays = self._answer(wait, "explain", batch.example_ids,
+                                      during="explaining")
+        if header is None:
+            raise over_budget(self.name, self.time_budget_s, batch)
+        took = _seconds(header.get("wall_s"))
+        self.stats["calls"] += 1
+        self.stats["plugin_s"] += took
+        self.stats["cpu_s"] += _seconds(header.get("cpu_s"))
+        if header.get("op") == "over_budget":  # stopped by the worker's alarm
+            raise over_budget(self.name, self.time_budget_s, batch)
+        if limit is not None and took > limit:  # finished, too late
+            raise over_budget(self.name, self.time_budget_s, batch, took)
+        if header.get("op") != "ok" or set(arrays) != {"scores"}:
+            self.close()
+            raise PluginError(self.name, "explain", "its worker sent a reply that is not "
+                              "scores", batch.example_ids)
+        return check_scores(self.name, torch.from_numpy(np.asarray(arrays["scores"])), batch)
+
+    # -- stop ------------------------------------------------------------------------
 
     def _reap(self) -> int | None:
-        self.process.join(_CLOSE_WAIT_S)
-        code = self.process.exitcode
+        try:
+            self.process.wait(_CLOSE_WAIT_S)
+        except subprocess.TimeoutExpired:
+            pass
+        code = self.process.returncode
         self.close()
         return code
 
     def close(self) -> None:
-        """Stop the worker (and any thread the plugin left in it)."""
+        """Stop the worker, every process in its session, and any daemon it left."""
         if self.process is None:
             return
         try:
-            if self.process.is_alive():
+            if self.process.poll() is None:
                 try:
-                    self.conn.send_bytes(pickle.dumps(None))
+                    wire.send(self.fd_out, {"op": "close"})
+                    self.process.wait(_CLOSE_WAIT_S)
+                except (OSError, subprocess.TimeoutExpired):
+                    pass
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)  # its session's group
+            except OSError:
+                pass
+            self.process.wait()
+            _LIVE.discard(self.process.pid)
+            confine.kill_orphans(keep=_LIVE)
+        finally:
+            for fd in (self.fd_in, self.fd_out):
+                try:
+                    os.close(fd)
                 except OSError:
                     pass
-                self.process.join(_CLOSE_WAIT_S)
-            if self.process.is_alive():
-                self.process.kill()
-                self.process.join()
-        finally:
-            self.conn.close()
-            self.process = self.conn = None
+            _remove(self.scratch)
+            self.process = self.fd_in = self.fd_out = self.scratch = None
 
 
-def _serve(conn, explainer: Explainer, model: ExplainableModel) -> None:
-    """The worker's loop: one (batch, target, seed) in, one ("ok", scores) or
-    ("error", (stage, problem, example ids)) out, until ``None`` arrives."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the user's Ctrl-C is for the parent
-    # OpenMP's thread pool does not survive fork: a child that uses it after the parent
-    # ran multi-threaded ops hangs. One thread, as PyTorch's own DataLoader workers do.
-    torch.set_num_threads(1)
-    while True:
+def _readable(ref: str | None) -> list[Path]:
+    """What a sandboxed worker must read: installed packages (sys.path), this
+    checkout's packages, and a file plugin's folder."""
+    paths = [Path(p) for p in sys.path if p and os.path.isdir(p)]
+    paths += [Path(__file__).resolve().parents[2] / name for name in
+              ("benchmark", "tasks", "metrics", "submissions", "leaderboard")]
+    if ref and ref.endswith(".py"):
+        paths.append(Path(ref).resolve().parent)
+    return paths
+
+
+def _remove(folder: Path | None) -> None:
+    if folder is None:
+        return
+    for path in sorted(folder.rglob("*"), key=lambda p: len(p.parts), reverse=True):
         try:
-            request = pickle.loads(conn.recv_bytes())
-        except EOFError:
-            break
-        if request is None:
-            break
-        batch, target, seed = request
-        try:
-            answer = ("ok", call_plugin(explainer, model, batch, target, seed=seed,
-                                        catch=BaseException))
-        except PluginError as exc:
-            answer = ("error", (exc.stage, exc.problem, exc.example_ids))
-        conn.send_bytes(pickle.dumps(answer))
-    conn.close()
-    os._exit(0)  # no atexit hooks, no waiting on threads the plugin left behind
+            path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
+        except OSError:
+            pass
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
+
+
+def _signal_name(code: int | None) -> str:
+    if code is None or code >= 0:
+        return ""
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return f" (signal {-code})"
+    return {"SIGXCPU": " (SIGXCPU: over its CPU-time limit)",
+            "SIGKILL": " (SIGKILL: killed, e.g. over its memory limit)"}.get(name, f" ({name})")
+
+
+def _text(value, default: str) -> str:
+    """A worker's message text, bounded and printable."""
+    if not isinstance(value, str):
+        return default
+    return "".join(c if c.isprintable() else " " for c in value[:2000])
+
+
+def _ids(value, allowed) -> tuple[str, ...]:
+    """The example ids a worker names, kept only if they are the batch's."""
+    allowed = tuple(allowed)
+    if not isinstance(value, list):
+        return allowed
+    named = tuple(v for v in value if isinstance(v, str) and v in allowed)
+    return named or allowed
+
+
+def _seconds(value) -> float:
+    return float(value) if isinstance(value, (int, float)) and value >= 0 else 0.0
+
+
+def load_spec(ref: str, box: Confinement) -> dict:
+    """Import plugin ``ref`` in a worker (time-limited) and return its spec as data."""
+    box.check()
+    worker = Worker(None, None, None, box, ref=ref)
+    try:
+        return worker.start()
+    finally:
+        worker.close()
 
 
 def check_isolation(isolation: str) -> None:
-    if isolation not in ISOLATION:
+    if isolation not in API_ISOLATION:
         raise InputError(f"unknown isolation {isolation!r}; choose one of {', '.join(ISOLATION)}")
 
 
 @contextmanager
 def plugin_caller(explainer: Explainer, model: ExplainableModel, *,
-                  time_budget_s: float | None, isolation: str = "auto"):
+                  time_budget_s: float | None, isolation: str = "auto",
+                  box: Confinement = Confinement()):
     """The object whose ``explain(batch, target, seed=)`` every caller uses; closed after.
-    A reference explainer runs without a time budget (module docstring)."""
+    A reference explainer runs here (``auto``) and without a time budget."""
     check_isolation(isolation)
     missing = explainer.spec.requires - capabilities(model)
     if missing:
@@ -202,13 +392,16 @@ def plugin_caller(explainer: Explainer, model: ExplainableModel, *,
                           f"{type(model).__name__} does not offer (it has: "
                           f"{', '.join(sorted(capabilities(model)))}); e.g. attention_rollout "
                           "needs every layer's attention, which only a Transformer exposes")
-    in_worker = isolation == "process" or (isolation == "auto" and not is_reference(explainer))
-    if in_worker and "fork" not in multiprocessing.get_all_start_methods():
-        log.warning("%s: this platform cannot fork; running the plugin in-process",
-                    explainer.spec.name)
-        in_worker = False
-    budget = None if is_reference(explainer) else time_budget_s
-    caller = (Worker if in_worker else InProcess)(explainer, model, budget)
+    reference = is_reference(explainer)
+    budget = None if reference else time_budget_s
+    if isolation == "none" and isinstance(explainer, PluginExplainer):
+        raise InputError(f"plugin {explainer.ref!r}: a plugin runs only in a worker process; "
+                         "isolation 'none' is for objects built in this process")
+    if (reference and isolation == "auto") or isolation == "none":
+        caller = InProcess(explainer, model, budget)
+    else:
+        box.check()
+        caller = Worker(explainer, model, budget, box)
     try:
         yield caller
     finally:

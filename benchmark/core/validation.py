@@ -3,10 +3,11 @@ stage and example ids — never a silent zero.
 
 ``call_plugin`` guards every call (in-process or in a worker, see
 ``benchmark.core.isolation``): eval mode, the weights unchanged, no thread left
-behind, within budget, output checked by ``check_scores``. ``run_checks`` is what
-``faithbench validate`` prints: shape, finite values, determinism (if declared),
-the same answer alone and in a batch (inseq dropped a method that failed this),
-and time per example.
+behind, its own time recorded (callers hold it to the budget), output checked by
+``check_scores``. ``run_checks`` is what
+``faithbench validate`` prints: shape, finite values, determinism, the same answer
+alone, in another order and in batches of another size, and time per example;
+``spot_check`` re-checks a sample of a run's own batches in a fresh worker.
 """
 
 from __future__ import annotations
@@ -26,10 +27,14 @@ BATCH_TOLERANCE = 1e-4  # relative; batched LSTM kernels differ in the last bits
 
 
 def check_scores(name: str, scores, batch: Batch, stage: str = "explain") -> torch.Tensor:
-    """Return ``scores`` as float32 (B, T) with padding zeroed, or raise PluginError."""
-    if not isinstance(scores, torch.Tensor):
-        raise PluginError(name, stage, f"returned {type(scores).__name__}, expected a torch.Tensor",
-                          batch.example_ids)
+    """Return ``scores`` as a plain float32 (B, T) tensor with padding zeroed, or raise
+    PluginError. ``batch`` must be the caller's own (its mask decides which positions
+    are real); a tensor subclass is refused (its methods are the plugin's code), and
+    values are checked finite both as sent and as float32 (1e300 is finite in float64)."""
+    if type(scores) is not torch.Tensor:
+        kind = type(scores).__name__
+        raise PluginError(name, stage, f"returned {kind}, expected a torch.Tensor" + (
+            " (not a subclass)" if isinstance(scores, torch.Tensor) else ""), batch.example_ids)
     want = tuple(batch.ids.shape)
     if tuple(scores.shape) != want:
         raise PluginError(name, stage, f"returned shape {tuple(scores.shape)}, expected (B, T) = {want}",
@@ -37,23 +42,29 @@ def check_scores(name: str, scores, batch: Batch, stage: str = "explain") -> tor
     if not (scores.is_floating_point() or scores.dtype in (torch.int32, torch.int64)):
         raise PluginError(name, stage, f"returned dtype {scores.dtype}, expected a float tensor",
                           batch.example_ids)
-    scores = scores.detach().float().cpu()
-    bad = (~torch.isfinite(scores) & batch.mask.cpu()).any(dim=1)
+    sent = scores.detach().cpu()
+    scores = sent.float()
+    mask = batch.mask.cpu()
+    bad = ((~torch.isfinite(sent) | ~torch.isfinite(scores)) & mask).any(dim=1)
     if bad.any():
         ids = [batch.example_ids[i] for i in bad.nonzero().flatten().tolist()]
-        raise PluginError(name, stage, "returned NaN or infinite scores at real tokens", ids)
-    return scores.masked_fill(~batch.mask.cpu(), 0.0)
+        raise PluginError(name, stage, "returned NaN or infinite scores (or values beyond "
+                          "float32's range) at real tokens", ids)
+    return scores.masked_fill(~mask, 0.0).clone()
+
+
+def copy_batch(batch: Batch) -> Batch:
+    """The batch with tensors of its own: a caller's batch (its mask above all, which
+    decides which scores are checked) is never an explainer's to change."""
+    c = lambda t: None if t is None else t.clone()
+    return Batch(ids=c(batch.ids), mask=c(batch.mask), example_ids=tuple(batch.example_ids),
+                 segments=c(batch.segments), prefix=c(batch.prefix),
+                 prefix_mask=c(batch.prefix_mask), words=c(batch.words))
 
 
 class _OverBudget(BaseException):
     """Raised inside a plugin call by the alarm; BaseException so plugins cannot swallow it
     with ``except Exception``."""
-
-
-def over_budget(name: str, time_budget_s: float | None, batch: Batch) -> PluginError:
-    limit = None if time_budget_s is None else time_budget_s * len(batch)
-    return PluginError(name, "explain", f"exceeded its time budget of {time_budget_s}s per "
-                       f"example ({limit}s for a batch of {len(batch)})", batch.example_ids)
 
 
 @contextmanager
@@ -81,8 +92,8 @@ def deadline(seconds: float | None, error: PluginError):
 
 
 def call_plugin(explainer: Explainer, model: ExplainableModel, batch: Batch, target, *,
-                seed: int, time_limit: float | None = None,
-                catch: type[BaseException] | tuple = (Exception, SystemExit)) -> torch.Tensor:
+                seed: int, catch: type[BaseException] | tuple = (Exception, SystemExit),
+                timing: dict | None = None) -> torch.Tensor:
     """One guarded plugin call; any exception in ``catch``, a changed weight, a thread
     left running, an overrun or bad output becomes a PluginError.
 
@@ -91,16 +102,21 @@ def call_plugin(explainer: Explainer, model: ExplainableModel, batch: Batch, tar
     parameters and buffers are compared with a snapshot afterwards; if the plugin
     changed any, they are restored and the call fails. ``KeyboardInterrupt`` is
     left to propagate in-process (it is the user's); a worker passes ``BaseException``.
+    ``timing`` receives the call's own wall and CPU seconds (not the checks around it).
     """
     name = explainer.spec.name
     rng = torch.Generator().manual_seed(seed)
     model_eval(model)
     before = _snapshot(model)
     threads = set(threading.enumerate())
-    start = time.perf_counter()
+    timing = {} if timing is None else timing
+    given = copy_batch(batch)  # the explainer's to change; the checks read ``batch``
+    start, cpu = time.perf_counter(), time.process_time()
     try:
-        scores = explainer.explain(model, batch, target, rng=rng)
+        scores = explainer.explain(model, given, target.clone(), rng=rng)
+        timing.update(wall_s=time.perf_counter() - start, cpu_s=time.process_time() - cpu)
     except (PluginError, _OverBudget):
+        timing.update(wall_s=time.perf_counter() - start, cpu_s=time.process_time() - cpu)
         raise
     except catch as exc:  # a plugin may raise anything; report it, do not crash the run
         detail = f": {exc}" if str(exc) else ""
@@ -117,17 +133,7 @@ def call_plugin(explainer: Explainer, model: ExplainableModel, batch: Batch, tar
     if left:
         raise PluginError(name, "explain", f"left {len(left)} thread(s) running "
                           f"({', '.join(left[:3])})", batch.example_ids)
-    if time_limit is not None and time.perf_counter() - start > time_limit:
-        raise over_budget(name, time_limit / max(len(batch), 1), batch)
     return check_scores(name, scores, batch)
-
-
-def explain_checked(explainer: Explainer, model: ExplainableModel, batch: Batch, target, *,
-                    seed: int, time_budget_s: float | None = None) -> torch.Tensor:
-    """``call_plugin`` in this process under a time budget per example (B times it per call)."""
-    limit = None if time_budget_s is None else time_budget_s * len(batch)
-    with deadline(limit, over_budget(explainer.spec.name, time_budget_s, batch)):
-        return call_plugin(explainer, model, batch, target, seed=seed, time_limit=limit)
 
 
 def model_eval(model) -> None:
@@ -161,12 +167,73 @@ class CheckResult:
     detail: str
 
 
+def alone(batch: Batch, row: int) -> Batch:
+    """Row ``row`` as a batch of one, cut to its own length (no padding at all)."""
+    single = batch.select([row])
+    width = int(single.lengths.max())
+    cut = lambda t: None if t is None else t[:, :width]
+    return single.replace(ids=cut(single.ids), mask=cut(single.mask),
+                          segments=cut(single.segments), words=cut(single.words))
+
+
+def contexts(batch: Batch, seed: int) -> list[tuple[str, list[int]]]:
+    """Other batches the rows of ``batch`` are explained in, to compare with the first
+    answer: all rows in a shuffled order, then chunks of three in reverse order (each row
+    at another position, beside other rows, with other padding widths)."""
+    n = len(batch)
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
+    if n > 1 and order == list(range(n)):
+        order = order[::-1]
+    backwards = list(range(n))[::-1]
+    chunks = [backwards[i:i + 3] for i in range(0, n, 3)]
+    return [("shuffled", order)] + [("batch of 3", c) for c in chunks if len(c) < n]
+
+
+def compare_rows(name: str, stage: str, want: torch.Tensor, batch: Batch, rows: list[int],
+                 got: torch.Tensor, where: str) -> None:
+    """``got`` (the rows ``rows`` of ``batch`` explained elsewhere) must equal ``want``
+    (the first answer for the whole batch) within ``BATCH_TOLERANCE``."""
+    for i, row in enumerate(rows):
+        n = int(batch.lengths[row])
+        a, b = want[row, :n], got[i, :n]
+        if not torch.allclose(b, a, rtol=BATCH_TOLERANCE, atol=1e-5):
+            diff = (a - b).abs().max().item()
+            raise PluginError(name, stage, f"example {batch.example_ids[row]}'s scores differ by "
+                              f"up to {diff:.3g} {where} (an explainer must be a deterministic "
+                              "function of model, example and seed: randomness only from "
+                              "api.example_generator, no dependence on the other rows, the "
+                              "position or the padding)", (batch.example_ids[row],))
+
+
+def check_invariance(name: str, caller, batch: Batch, target, want: torch.Tensor, *,
+                     seed: int, singles: list[int], stage: str, order_seed: int = 0) -> str:
+    """Explain ``batch``'s rows again in other batches (``contexts``) and the rows
+    ``singles`` alone, with ``caller``; raise PluginError at the first disagreement."""
+    for label, rows in contexts(batch, order_seed):
+        sub = batch.select(rows)
+        width = int(sub.lengths.max())
+        sub = alone(sub, 0) if len(rows) == 1 else sub.replace(
+            **{k: getattr(sub, k)[:, :width] for k in ("ids", "mask", "segments", "words")
+               if getattr(sub, k) is not None})
+        got = caller.explain(sub, target[rows], seed=seed)
+        compare_rows(name, stage, want, batch, rows, got, f"in a {label} ({len(rows)} rows)")
+    for row in singles:
+        got = caller.explain(alone(batch, row), target[row : row + 1], seed=seed)
+        compare_rows(name, stage, want, batch, [row], got, "alone")
+    return f"{len(batch)} examples agree in a shuffled batch and in batches of 3; " \
+           f"{len(singles)} alone"
+
+
 def run_checks(explainer: Explainer, caller, batch: Batch, target, *,
-               time_budget_s: float = 1.0) -> list[CheckResult]:
+               time_budget_s: float = 1.0, fresh=None) -> list[CheckResult]:
     """All plugin checks on one batch; every check runs even if an earlier one fails.
 
-    ``caller`` is the ``benchmark.core.isolation`` object that runs the plugin, so
-    every call here is under the same time budget (and isolation) as in a run.
+    ``caller`` is the ``benchmark.core.isolation`` object that runs the explainer, so
+    every call here is under the same time budget (and isolation) as in a run;
+    ``fresh`` (a context manager factory for another caller, default ``caller``) runs
+    the invariance check in a new worker that has not seen the first calls. Every
+    explainer is checked for determinism and for the same answer alone, in another
+    order and in batches of another size (inseq dropped a method that failed this).
     """
     results: list[CheckResult] = []
 
@@ -189,45 +256,30 @@ def run_checks(explainer: Explainer, caller, batch: Batch, target, *,
 
     attempt("shape_and_finite", shape_and_finite)
 
-    def determinism():
-        if not spec.deterministic:
-            return "skipped: spec declares deterministic=False"
-        a = first.get("scores")
-        if a is None:
+    def needs_first():
+        if first.get("scores") is None:
             raise AssertionError("no output to compare (shape check failed)")
+        return first["scores"]
+
+    def determinism():
+        a = needs_first()
         b = caller.explain(batch, target, seed=0)
-        if not torch.allclose(a, b, rtol=BATCH_TOLERANCE, atol=1e-6):
-            diff = (a - b).abs().max().item()
-            raise AssertionError(f"two calls with the same seed differ by up to {diff:.3g}")
+        compare_rows(spec.name, "determinism", a, batch, list(range(len(batch))), b,
+                     "on a second call with the same seed")
         return "same output on a second call"
 
     attempt("determinism", determinism)
 
-    def alone_vs_batch():
-        if not spec.deterministic:
-            return "skipped: spec declares deterministic=False"
-        together = first.get("scores")
-        if together is None:
-            raise AssertionError("no output to compare (shape check failed)")
-        for row in range(len(batch)):
-            single = batch.select([row])
-            width = int(single.lengths.max())
-            single = single.replace(ids=single.ids[:, :width], mask=single.mask[:, :width],
-                                    segments=None if single.segments is None else single.segments[:, :width],
-                                    words=None if single.words is None else single.words[:, :width])
-            alone = caller.explain(single, target[row : row + 1], seed=0)
-            ref = together[row : row + 1, :width]
-            if not torch.allclose(alone, ref, rtol=BATCH_TOLERANCE, atol=1e-5):
-                diff = (alone - ref).abs().max().item()
-                raise AssertionError(
-                    f"example {batch.example_ids[row]} scores differ alone vs in a batch by {diff:.3g}")
-        return f"{len(batch)} examples agree alone and batched"
+    def batch_invariance():
+        want = needs_first()
+        with (fresh() if fresh is not None else _same(caller)) as other:
+            return check_invariance(spec.name, other, batch, target, want, seed=0,
+                                    singles=list(range(len(batch))), stage="alone_vs_batch")
 
-    attempt("alone_vs_batch", alone_vs_batch)
+    attempt("alone_vs_batch", batch_invariance)
 
     def timing():
-        if first.get("scores") is None:  # a call that overran once is not timed again
-            raise AssertionError("no output to time (shape check failed)")
+        needs_first()  # a call that overran once is not timed again
         start = time.perf_counter()
         caller.explain(batch, target, seed=0)
         per = (time.perf_counter() - start) / len(batch)
@@ -237,6 +289,33 @@ def run_checks(explainer: Explainer, caller, batch: Batch, target, *,
 
     attempt("time_per_example", timing)
     return results
+
+
+@contextmanager
+def _same(caller):
+    yield caller
+
+
+def spot_check(name: str, fresh, batches: list[Batch], targets: list, scores: list, *,
+               seed: int, sample_seed: int, n_batches: int = 2, n_alone: int = 2) -> int:
+    """Re-explain a seeded sample of a run's batches in a new worker (``fresh()``): each
+    in another order and in batches of 3, and ``n_alone`` of its rows alone; a PluginError
+    (stage ``spot_check``) at the first row that differs from ``scores`` (the run's
+    (B, T) answer per batch, explained with ``seed``; ``sample_seed`` picks the batches). A plugin that behaves on ``validate``'s examples and not
+    in the run, or whose rows depend on their batch, fails here. Returns rows checked."""
+    if not batches:
+        return 0
+    g = torch.Generator().manual_seed(sample_seed)
+    picked = torch.randperm(len(batches), generator=g)[:n_batches].tolist()
+    checked = 0
+    with fresh() as caller:
+        for i in sorted(picked):
+            batch = batches[i]
+            singles = torch.randperm(len(batch), generator=g)[:n_alone].tolist()
+            check_invariance(name, caller, batch, targets[i], scores[i], seed=seed,
+                             singles=singles, stage="spot_check", order_seed=sample_seed + i)
+            checked += len(batch)
+    return checked
 
 
 def _check_spec(explainer) -> str:

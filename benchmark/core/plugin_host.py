@@ -1,0 +1,130 @@
+"""The plugin worker: ``python -m benchmark.core.plugin_host IN_FD OUT_FD``.
+
+Started fresh for each plugin (never a fork of a loaded session, so it holds no
+examples, labels or rationales), it confines itself (``confine.confine_self``),
+loads the model from the file faithbench wrote, and only then imports the plugin.
+It answers ``explain`` requests with plain arrays (``wire``) until told to close or
+until its input closes, and ends with ``os._exit``: no ``atexit`` hook a plugin
+registered ever runs.
+
+Nothing here is trusted by the parent: after the import, the plugin could have
+changed any of this code. The checks made here (weights unchanged, no thread
+left, the time used) give an honest plugin a clear message; the parent checks
+again what matters for the results (shape, dtype, finite values, its own mask).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+from pathlib import Path
+
+CLOSE = "close"
+
+
+def main(fd_in: int, fd_out: int) -> None:
+    os.dup2(2, 1)  # whatever a plugin prints goes to stderr, never into a message
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the user's Ctrl-C is for faithbench
+    from benchmark.core import wire
+
+    header, _ = wire.decode(wire.receive(fd_in))
+    sys.path[:0] = [p for p in header["sys_path"] if p not in sys.path]
+    from benchmark.core.confine import confine_self
+
+    confine_self(Path(header["scratch"]), header["memory_bytes"], header["parent_pid"])
+    os.environ["TMPDIR"] = header["scratch"]
+    import torch
+
+    torch.set_num_threads(header["threads"])
+    loaded = torch.load(header["init_file"], map_location="cpu", weights_only=False)
+    model = loaded["model"]
+    try:
+        explainer = _load(header, loaded.get("explainer"))
+    except BaseException as exc:  # noqa: BLE001 — a plugin's import may raise anything
+        wire.send(fd_out, {"op": "error", "stage": "load", "problem": _describe(exc),
+                           "ids": []})
+        os._exit(0)
+    wire.send(fd_out, {"op": "loaded", "spec": spec_data(explainer)})
+    if model is None:  # loaded only to read the spec
+        os._exit(0)
+    _serve(fd_in, fd_out, explainer, model)
+    os._exit(0)
+
+
+def _load(header: dict, explainer):
+    if explainer is not None:
+        return explainer
+    from benchmark.core.plugins import check_loaded, resolve_in_worker
+
+    return check_loaded(resolve_in_worker(header["ref"]), header["ref"])
+
+
+def _describe(exc: BaseException) -> str:
+    from benchmark.core.errors import PluginError
+
+    if isinstance(exc, PluginError):
+        return exc.problem
+    where = traceback.extract_tb(exc.__traceback__)
+    last = f" (at {Path(where[-1].filename).name}:{where[-1].lineno})" if where else ""
+    detail = f": {exc}" if str(exc) else ""
+    return f"importing raised {type(exc).__name__}{detail}{last}"
+
+
+def spec_data(explainer) -> dict:
+    """The spec as plain JSON data: the only thing the parent learns from a load."""
+    spec = getattr(explainer, "spec", None)
+    return {"name": spec.name, "version": spec.version, "requires": sorted(spec.requires),
+            "params": [[k, list(v) if isinstance(v, tuple) else v] for k, v in spec.params],
+            "deterministic": spec.deterministic, "citation": spec.citation,
+            "description": spec.description}
+
+
+def _serve(fd_in: int, fd_out: int, explainer, model) -> None:
+    import numpy as np
+    import torch
+
+    from benchmark.core import wire
+    from benchmark.core.api import Batch
+    from benchmark.core.confine import limit_cpu
+    from benchmark.core.errors import PluginError
+    from benchmark.core.validation import call_plugin, deadline
+
+    while True:
+        try:
+            header, arrays = wire.decode(wire.receive(fd_in))
+        except EOFError:
+            return
+        if header.get("op") == CLOSE:
+            return
+        t = {k: torch.from_numpy(v) for k, v in arrays.items()}
+        batch = Batch(ids=t["ids"], mask=t["mask"], example_ids=tuple(header["example_ids"]),
+                      segments=t.get("segments"), prefix=t.get("prefix"),
+                      prefix_mask=t.get("prefix_mask"), words=t.get("words"))
+        limit = header["limit_s"]
+        limit_cpu(None if limit is None else 4 * limit * max(torch.get_num_threads(), 1) + 10)
+        timing: dict = {}
+        error = PluginError(explainer.spec.name, "explain", "over budget", batch.example_ids)
+        try:
+            with deadline(limit, error):
+                scores = call_plugin(explainer, model, batch, t["target"], seed=header["seed"],
+                                     catch=BaseException, timing=timing)
+            reply = ({"op": "ok", **timing}, {"scores": scores.numpy().astype(np.float32)})
+        except PluginError as exc:
+            reply = ({"op": "over_budget" if exc is error else "error", "stage": exc.stage,
+                      "problem": exc.problem, "ids": list(exc.example_ids), **timing}, None)
+        except Exception as exc:  # noqa: BLE001 — the checks failed on what the plugin returned
+            reply = ({"op": "error", "stage": "explain", "ids": list(batch.example_ids),
+                      "problem": f"returned scores that could not be checked "
+                                 f"({type(exc).__name__}: {exc})", **timing}, None)
+        wire.send(fd_out, *reply)
+
+
+if __name__ == "__main__":
+    try:
+        main(int(sys.argv[1]), int(sys.argv[2]))
+    except BaseException:  # noqa: BLE001 — the worker's own failure, before any plugin
+        traceback.print_exc()
+        os._exit(3)
+    os._exit(0)
