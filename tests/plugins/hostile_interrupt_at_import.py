@@ -1,0 +1,3 @@
+"""Hostile plugin: raises KeyboardInterrupt at import."""
+
+raise KeyboardInterrupt

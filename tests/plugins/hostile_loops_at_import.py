@@ -1,0 +1,4 @@
+"""Hostile plugin: an endless loop at import (``validate`` once hung for good)."""
+
+while True:
+    pass

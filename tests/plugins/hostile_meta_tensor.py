@@ -1,0 +1,15 @@
+"""Hostile plugin: returns a tensor the checks cannot read (on the meta device)."""
+
+import torch
+
+from benchmark.core.api import ExplainerSpec
+
+
+class Meta:
+    spec = ExplainerSpec(name="hostile_meta", version="1")
+
+    def explain(self, model, batch, target, *, rng):
+        return torch.empty(batch.ids.shape, device="meta")
+
+
+EXPLAINER = Meta()

@@ -1,0 +1,5 @@
+"""Hostile plugin: ``os._exit(0)`` at import."""
+
+import os
+
+os._exit(0)
