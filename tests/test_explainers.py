@@ -409,6 +409,20 @@ def test_explainers_pass_plugin_checks_on_alignment_rows(reversal):
         assert not failed, (name, failed)
 
 
+def test_a_worker_explains_alignment_rows_as_this_process_does(reversal):
+    """A worker gets the seq2seq model as a file and the rows, prefixes included, over
+    the wire; its scores are this process's."""
+    from benchmark.core.isolation import plugin_caller
+
+    model, (batch, target, _) = reversal
+    small, t = batch.select(list(range(12))), target[:12]
+    for name in ("gradient", "occlusion"):
+        explainer = submissions.get_explainer(name)
+        here = InProcess(explainer, model, None).explain(small, t, seed=0)
+        with plugin_caller(explainer, model, time_budget_s=None, isolation="process") as caller:
+            torch.testing.assert_close(caller.explain(small, t, seed=0), here)
+
+
 def test_integrated_gradients_completeness_on_seq2seq(reversal):
     model, (batch, target, _) = reversal
     batch, target = batch.select(list(range(24))), target[:24]

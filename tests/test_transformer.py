@@ -87,6 +87,22 @@ def test_gradients_reach_every_piece_and_no_padding(tokenizer, tiny):
     assert (norms[batch.mask] > 0).all() and (norms[~batch.mask] == 0).all()
 
 
+def test_a_worker_explains_pieces_as_this_process_does(tokenizer, tiny):
+    """A worker gets the adapter (the library model and its tokenizer) as a file and the
+    pieces with their word ids over the wire; its scores are this process's."""
+    import submissions
+    from benchmark.core.isolation import InProcess, plugin_caller
+
+    _, model = tiny
+    batch = single_batch(tokenizer, SENTENCES)
+    target = torch.ones(len(batch), dtype=torch.long)
+    for name in ("gradient", "attention"):
+        explainer = submissions.get_explainer(name)
+        here = InProcess(explainer, model, None).explain(batch, target, seed=0)
+        with plugin_caller(explainer, model, time_budget_s=None, isolation="process") as caller:
+            torch.testing.assert_close(caller.explain(batch, target, seed=0), here)
+
+
 @torch.no_grad()
 def test_default_attention_is_the_last_layer_cls_row_over_pieces(tokenizer, tiny):
     hf, model = tiny

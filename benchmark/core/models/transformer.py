@@ -69,6 +69,15 @@ class TransformerClassifier(nn.Module):
         self.register_buffer("label_order", torch.tensor(order, dtype=torch.long),
                              persistent=False)
 
+    def __reduce__(self):
+        """Pickled as its parts (the library model's config and weights, the tokenizer,
+        the label order) and rebuilt: the library installs hooks on first use that are
+        local functions, so the module itself cannot be pickled (a plugin worker gets the
+        model this way)."""
+        weights = {k: v.detach().clone() for k, v in self.hf.state_dict().items()}
+        return _rebuild, (self.hf.config, weights, self.tokenizer, self.label_order.tolist(),
+                          self.training)
+
     @property
     def word_embeddings(self) -> nn.Embedding:
         return self.hf.get_input_embeddings()
@@ -171,3 +180,10 @@ class TransformerClassifier(nn.Module):
         return batch.replace(ids=ids, mask=out_mask, words=None,
                              segments=None if batch.segments is None else out_seg)
 
+
+def _rebuild(config, weights, tokenizer, label_order, training) -> TransformerClassifier:
+    from transformers import AutoModelForSequenceClassification
+
+    hf = AutoModelForSequenceClassification.from_config(config)
+    hf.load_state_dict(weights)
+    return TransformerClassifier(hf, tokenizer, label_order).train(training)
