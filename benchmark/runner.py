@@ -5,7 +5,9 @@ explainer -> metrics -> result records -> leaderboard entries.
 exists in ``results.jsonl`` (per-example values are written first, atomically),
 so an interrupted run — even ``kill -9`` — resumes exactly: finished units are
 skipped and none is written twice. Explanations are cached per (model,
-explainer) the same way, so a resumed run does not explain again.
+explainer) the same way, so a resumed run does not explain again. Runs into one
+``--out`` at the same time claim each (model, explainer) before computing it
+(``benchmark.core.claims``): the second waits, then takes what the first wrote.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import submissions
 import tasks as task_registry
 from benchmark import plan
 from benchmark.core.api import Explainer, capabilities
+from benchmark.core.cache import content_hash
+from benchmark.core.claims import claim
 from benchmark.core.errors import InputError, PluginError, UnknownNameError
 from benchmark.core.isolation import Confinement
 from benchmark.core.plugins import ENTRY_POINT_GROUP, load_explainer
@@ -210,7 +214,8 @@ def run(config: RunConfig) -> RunSummary:
         summary.rows_requested += session.perturber.rows_requested
         summary.rows_forwarded += session.perturber.rows_forwarded
     if config.write_leaderboard:
-        summary.entries = write_entries(config, summary)
+        with claim(out, "leaderboard", "the leaderboard entries"):  # one writer at a time
+            summary.entries = write_entries(config, summary)
     summary.seconds = time.perf_counter() - start
     return summary
 
@@ -268,27 +273,48 @@ def _run_session(session: EvaluationSession, explainers, done, summary) -> None:
                        data=session.prepared.data_fingerprint)
     for explainer_id, group in groupby(units, key=lambda u: u.explainer):
         group = list(group)
-        todo = [u for u in group if u.key not in done]
-        summary.results += [done[u.key] for u in group if u.key in done]
-        summary.skipped += len(group) - len(todo)
-        if not todo:
-            continue
-        explainer = by_id[explainer_id]
-        try:
-            explained = session.explain(explainer)
-        except PluginError as exc:
-            summary.failures.append(record_failure(out, exc, session.spec.id, explainer_id,
-                                                   session.seed))
-            continue
-        for unit in todo:
-            metric = metrics[unit.metric]
-            scored = session.score(metric, explained.scores, explainer=explainer)
-            record = session.record(unit, explainer, metric, scored, explained)
-            write_jsonl_atomic(out / record.per_example_file, per_example_rows(scored))
-            append_jsonl(out / "results.jsonl", record.as_dict())
-            done[unit.key] = record
-            summary.results.append(record)
-            summary.computed += 1
+        if any(u.key not in done for u in group):
+            # another process may be computing these units: wait for its claim, then
+            # take what it finished (``claims``: never computed twice, never wedged)
+            key = content_hash([session.prepared.checkpoint, explainer_id, session.split,
+                                config.selection, session.seed, session.prepared.data_fingerprint])
+            with claim(out, key, f"{explainer_id} on {session.spec.id}, seed {session.seed}"):
+                done.update((r.key, r) for r in read_results(out / "results.jsonl")
+                            if r.key not in done)
+                _run_group(session, by_id[explainer_id], group, metrics, done, summary)
+        else:
+            _take_done(group, done, summary)
+
+
+def _take_done(group, done, summary) -> list:
+    """Count the group's units already in ``done``; return the rest."""
+    todo = [u for u in group if u.key not in done]
+    summary.results += [done[u.key] for u in group if u.key in done]
+    summary.skipped += len(group) - len(todo)
+    return todo
+
+
+def _run_group(session: EvaluationSession, explainer, group, metrics, done, summary) -> None:
+    """Explain once, then score and write each unit of ``group`` not yet done."""
+    out = Path(session.config.out)
+    todo = _take_done(group, done, summary)
+    if not todo:
+        return
+    try:
+        explained = session.explain(explainer)
+    except PluginError as exc:
+        summary.failures.append(record_failure(out, exc, session.spec.id, explainer.spec.id,
+                                               session.seed))
+        return
+    for unit in todo:
+        metric = metrics[unit.metric]
+        scored = session.score(metric, explained.scores, explainer=explainer)
+        record = session.record(unit, explainer, metric, scored, explained)
+        write_jsonl_atomic(out / record.per_example_file, per_example_rows(scored))
+        append_jsonl(out / "results.jsonl", record.as_dict())
+        done[unit.key] = record
+        summary.results.append(record)
+        summary.computed += 1
 
 
 def write_entries(config: RunConfig, summary: RunSummary) -> list[Path]:

@@ -39,8 +39,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
-from scipy import stats as st
 
 METHOD = "t over seed means (S-1 df) + example variance"
 
@@ -64,6 +62,8 @@ class SeedParts:
         >>> round(seed_parts([[1.0], [3.0]]).half_width(0.05), 3)
         12.706
         """
+        from scipy import stats as st  # here, not at import: a plugin worker never needs it
+
         t_seed = st.t.isf(alpha / 2, self.n_seeds - 1)
         t_example = st.t.isf(alpha / 2, self.n - 1) if self.n > 1 else 0.0
         # a part that is 0 adds 0, even where its quantile is infinite (alpha -> 0)
@@ -83,6 +83,8 @@ class SeedParts:
         if self.half_width(1.0 - 1e-15) >= gap:
             return 1.0
         # half_width falls as alpha grows: solve on log(alpha), p spans many decades
+        from scipy import optimize
+
         log_p = optimize.brentq(lambda u: self.half_width(math.exp(u)) - gap, low, high,
                                 xtol=1e-12)
         return float(math.exp(log_p))

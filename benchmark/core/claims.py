@@ -1,0 +1,50 @@
+"""Claims on work across processes: two runs into one ``--out`` folder never compute
+one unit twice.
+
+A claim is an exclusive ``flock`` on ``<out>/claims/<key>.lock``. The kernel drops
+it when its process ends, however it ends (Ctrl-C, SIGKILL, a crash), so a claim
+never outlives its holder and a folder is never wedged; the file itself stays
+(removing a lock file another process may be opening is a race) and says who
+holds it, for the log line of whoever waits. Where ``fcntl`` does not exist
+(Windows) there is no claim.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from contextlib import contextmanager
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Unix
+    fcntl = None
+
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def claim(folder: Path, key: str, what: str):
+    """Hold the claim on ``key`` in ``folder`` for the block, waiting (with one log
+    line naming the holder) while another process holds it."""
+    if fcntl is None:
+        log.debug("no fcntl: %s is not claimed", what)
+        yield
+        return
+    path = Path(folder) / "claims" / f"{key}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
+            log.info("waiting for another faithbench process (%s) computing %s", holder, what)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the claim
