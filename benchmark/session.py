@@ -33,8 +33,8 @@ from benchmark.core.api import (
     TaskOptions,
     TrainingInput,
 )
-from benchmark.core.cache import cache_dir, content_hash
-from benchmark.core.errors import InputError
+from benchmark.core.cache import atomic_write, cache_dir, content_hash, file_hash
+from benchmark.core.errors import InputError, IntegrityError
 from benchmark.core.executor import make_executor
 from benchmark.core.isolation import Confinement, is_reference, plugin_caller
 from benchmark.core.perturb import Perturber
@@ -186,8 +186,20 @@ class EvaluationSession:
     def cached(self, explainer: Explainer) -> Explained | None:
         """The cached explanations of the session's split, or None (also when the file's
         ids or tokens are not the session's examples, one by one: its explanations
-        would belong to other sentences, so they are computed again)."""
+        would belong to other sentences, so they are computed again). The file's
+        sha256 must be the one written beside it: a changed file is an IntegrityError."""
         path = self._explanations_path(explainer)
+        if not path.exists():
+            return None
+        seal = path.with_suffix(".sha256")
+        if not seal.exists():
+            log.warning("%s: no content hash beside it (written before faithbench kept one, "
+                        "or interrupted); explaining again", path)
+            return None
+        if seal.read_text().strip() != file_hash(path):
+            raise IntegrityError(path, "its content hash is not the one written beside it "
+                                 f"({seal.name})", f"delete {path} and {seal.name} to explain "
+                                 "again")
         rows = read_jsonl(path)
         if not rows:
             return None
@@ -204,10 +216,13 @@ class EvaluationSession:
     def store(self, explainer: Explainer, explained: Explained) -> None:
         """Put explanations computed elsewhere (e.g. by a sweep's worker on another
         machine) into this session's explanation cache."""
-        write_jsonl_atomic(self._explanations_path(explainer), [
+        path = self._explanations_path(explainer)
+        write_jsonl_atomic(path, [
             {"id": e.id, "tokens": list(e.tokens), "scores": s, "target": t,
              "seconds": explained.seconds}
             for e, s, t in zip(self.examples, explained.scores, explained.targets)])
+        digest = file_hash(path)  # checked on every hit (``cached``)
+        atomic_write(path.with_suffix(".sha256"), lambda tmp: Path(tmp).write_text(digest + "\n"))
 
     def _explanations_path(self, explainer: Explainer) -> Path:
         key = unit_key(self.prepared.checkpoint, explainer.spec.id, "explanations", self.split,

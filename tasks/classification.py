@@ -26,7 +26,13 @@ from typing import Any, NamedTuple
 import torch
 
 from benchmark.core.api import PAIR_CLASSIFICATION, Batch, Example, TaskOptions, TaskSpec
-from benchmark.core.cache import atomic_write, cache_dir, content_hash, weights_hash
+from benchmark.core.cache import (
+    atomic_write,
+    cache_dir,
+    content_hash,
+    verified_weights,
+    weights_hash,
+)
 from benchmark.core.errors import DataFileError, InputError
 from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
 from benchmark.core.models.training import TrainConfig, accuracy, seed_everything, train
@@ -208,7 +214,7 @@ class ClassificationTask:
             saved = torch.load(path, map_location="cpu", weights_only=True)
             model.load_state_dict(saved["state_dict"])
             ready.accuracy, ready.history, ready.loaded_from_cache = saved["accuracy"], saved["history"], True
-            ready.checkpoint = weights_hash(model.state_dict())
+            ready.checkpoint = verified_weights(path, model, saved)
             model.eval()
             self._refresh_accuracy(ready, saved, path)
             return ready
@@ -273,6 +279,7 @@ class ClassificationTask:
         ready.checkpoint = weights_hash(ready.model.state_dict())
         found = transformer.cached_accuracy(path)
         if found is not None and found.get("weights") == ready.checkpoint:
+            verified_weights(transformer.accuracy_cache(path), ready.model, found)
             ready.accuracy, ready.loaded_from_cache = found["accuracy"], True
             return ready
         ready.accuracy = self._accuracy(ready)

@@ -10,7 +10,7 @@ import torch
 
 from benchmark import plan
 from benchmark.core.api import TaskOptions
-from benchmark.core.cache import content_hash
+from benchmark.core.cache import content_hash, file_hash
 from benchmark.core.records import read_jsonl, read_results, write_jsonl_atomic
 from benchmark.plan import RunConfig
 from benchmark.runner import resolve_explainer, run
@@ -92,20 +92,27 @@ def test_a_rerun_after_the_test_file_changed_explains_the_new_sentences(tmp_path
 
 def test_cached_explanations_of_other_examples_are_computed_again(tmp_path, synthetic_ready):
     """A cache file whose ids (or tokens) are not the session's examples, one by one, is
-    not used, even with the right number of rows."""
+    not used, even with the right number of rows (each file written with its content
+    hash, as faithbench writes one; a file changed without it is refused:
+    tests/test_integrity.py)."""
     config = RunConfig(out=str(tmp_path), limit=6, progress=False)
     explainer = resolve_explainer("gradient")
     want = open_session("synthetic", config).explain(explainer)
     [path] = (tmp_path / "explanations").glob("*.jsonl")
     rows = read_jsonl(path)
-    write_jsonl_atomic(path, rows[::-1])  # same count, ids in another order
+
+    def write(rows):
+        write_jsonl_atomic(path, rows)
+        path.with_suffix(".sha256").write_text(file_hash(path) + "\n")
+
+    write(rows[::-1])  # same count, ids in another order
     got = open_session("synthetic", config).explain(explainer)
     assert got.scores == want.scores != [r["scores"] for r in rows[::-1]]
     assert [r["id"] for r in read_jsonl(path)] == [r["id"] for r in rows]  # rewritten
     swapped = [{**r, "tokens": rows[0]["tokens"]} if i == 1 else r for i, r in enumerate(rows)]
-    write_jsonl_atomic(path, [{**r, "scores": [0.0] * len(r["scores"])} for r in swapped])
+    write([{**r, "scores": [0.0] * len(r["scores"])} for r in swapped])
     assert open_session("synthetic", config).cached(explainer) is None
-    write_jsonl_atomic(path, rows)
+    write(rows)
     assert open_session("synthetic", config).cached(explainer).scores == want.scores
 
 

@@ -299,7 +299,7 @@ def test_a_failed_explainer_keeps_its_finished_batches(tmp_path, synthetic_ready
     want = [synthetic_ready.encode(e.tokens) for e in session.examples]  # scores = token ids
     assert explained.scores == [[float(i) for i in row] for row in want]
     assert explained.targets == session.targets.tolist()
-    assert [p.name.endswith(".partial.jsonl") for p in (tmp_path / "explanations").iterdir()] \
+    assert [p.name.endswith(".partial.jsonl") for p in (tmp_path / "explanations").glob("*.jsonl")] \
         == [False]  # the partial file is gone; the whole cache is there
     third = _Counting()
     assert session.explain(third).scores == explained.scores and third.calls == []

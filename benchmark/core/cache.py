@@ -7,12 +7,18 @@ run never leaves a half-written artefact that a later run would read.
 
 import hashlib
 import json
+import logging
+import math
 import os
 import tempfile
 from pathlib import Path
 
 import platformdirs
 import torch
+
+from benchmark.core.errors import IntegrityError
+
+log = logging.getLogger(__name__)
 
 
 def cache_dir() -> Path:
@@ -52,6 +58,38 @@ def weights_hash(state_dict, length: int = 16) -> str:
         digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
         digest.update(tensor.view(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
     return digest.hexdigest()[:length]
+
+
+def verified_weights(path: Path, model, saved: dict, *, fraction_accuracy: bool = True) -> str:
+    """The weights hash of ``model`` just loaded from ``path``, which must be the hash
+    stored beside the weights (``saved["weights"]``), with a stored accuracy of finite
+    numbers (fractions in [0, 1] where ``fraction_accuracy``): else an IntegrityError
+    naming the file. A file from before hashes were stored gets its hash now, once."""
+    found = weights_hash(model.state_dict())
+    recorded = saved.get("weights")
+    if recorded is not None and recorded != found:
+        raise IntegrityError(path, f"its weights hash {found} is not the {recorded} stored "
+                             "with them", f"delete {path} to train the model again")
+    accuracy = saved.get("accuracy")
+    if not isinstance(accuracy, dict) or not all(
+            isinstance(v, (int, float)) and math.isfinite(v)
+            and (not fraction_accuracy or 0.0 <= v <= 1.0) for v in accuracy.values()):
+        raise IntegrityError(path, f"its stored accuracy {accuracy!r} is not a set of "
+                             "finite fractions", f"delete {path} to train the model again")
+    if recorded is None:
+        log.warning("%s: stored before faithbench kept a weights hash; its hash %s is "
+                    "stored now and checked from here on", path, found)
+        atomic_write(path, lambda tmp: torch.save({**saved, "weights": found}, tmp))
+    return found
+
+
+def file_hash(path: Path) -> str:
+    """sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def atomic_write(path: Path, write) -> None:

@@ -74,3 +74,14 @@ class PluginError(FaithbenchError):
             more = f" (+{len(self.example_ids) - 8} more)" if len(self.example_ids) > 8 else ""
             ids = f" [examples {shown}{more}]"
         super().__init__(f"explainer {plugin!r} failed at {stage}: {problem}{ids}")
+
+
+class IntegrityError(FaithbenchError):
+    """A file faithbench wrote no longer matches what it recorded about it (a weights
+    hash, a content hash, an estimate recomputed from its rows): changed on disk since.
+    Never used; names the file and what to do."""
+
+    def __init__(self, path, problem: str, fix: str):
+        self.path = str(path)
+        super().__init__(f"{path}: {problem}; it was changed after faithbench wrote it, "
+                         f"so it is not used ({fix})")
