@@ -12,13 +12,12 @@ import logging
 import sys
 from pathlib import Path
 
-from tabulate import tabulate
-
 from benchmark.core.errors import FaithbenchError, InputError
 from benchmark.core.executor import EXECUTORS
 from benchmark.core.isolation import ISOLATION
 from benchmark.core.names import FAMILIES
 from benchmark.plan import DEFAULT_OUT, RunConfig
+from leaderboard.render import safe_table
 from leaderboard.suite import selection_label
 
 EPILOGS = {
@@ -344,7 +343,7 @@ def _config(args) -> RunConfig:
 
 
 def _print_checks(checks) -> bool:
-    print(tabulate([(c.check, "PASS" if c.passed else "FAIL", c.detail) for c in checks],
+    print(safe_table([(c.check, "PASS" if c.passed else "FAIL", c.detail) for c in checks],
                    headers=["check", "result", "detail"]))
     return all(c.passed for c in checks)
 
@@ -389,7 +388,7 @@ def _print_summary(summary) -> None:
     flags = [(r.task, r.explainer, r.metric.split("[")[0].split("@")[0], name, count,
               r.estimate["n"]) for r in summary.results for name, count in sorted(r.extra.items())]
     if flags:
-        print("\n" + tabulate(flags, headers=["task", "explainer", "metric", "flag", "count", "n"]))
+        print("\n" + safe_table(flags, headers=["task", "explainer", "metric", "flag", "count", "n"]))
     if summary.rows_requested:
         share = summary.rows_forwarded / summary.rows_requested
         print(f"\nperturbed rows: {summary.rows_requested:,} requested by the metrics, "
@@ -417,11 +416,11 @@ def _print_agreement(rows: list[dict]) -> None:
     names = list(dict.fromkeys([n for r in rows for n in (r["a"], r["b"])]))
     tau = {frozenset((r["a"], r["b"])): r["tau_mean"] for r in rows}
     print("mean Kendall tau-b (undefined examples left out)")
-    print(tabulate([[a] + ["1" if a == b else num(tau[frozenset((a, b))]) for b in names]
+    print(safe_table([[a] + ["1" if a == b else num(tau[frozenset((a, b))]) for b in names]
                     for a in names], headers=[""] + names, disable_numparse=True))
     k = rows[0]["k_frac"]
     print()
-    print(tabulate([(f"{r['a']} / {r['b']}", r["n"], ci(r, "tau_mean", "tau"), num(r["tau_sd"]),
+    print(safe_table([(f"{r['a']} / {r['b']}", r["n"], ci(r, "tau_mean", "tau"), num(r["tau_sd"]),
                      ci(r, "share_p_le_0_05", "share_p_le_0_05"),
                      ci(r, "topk_overlap_mean", "topk_overlap"), r["n_undefined"])
                     for r in rows],
@@ -476,7 +475,7 @@ def dispatch(args) -> int:
             from benchmark.core.records import write_jsonl_atomic
             write_jsonl_atomic(Path(args.summary), rows)
         files = [(r["explanations"],) if "explanations" in r else () for r in rows]
-        print(tabulate([(*f, r["metric"], r["direction"], f"{r['mean']:.4f}",
+        print(safe_table([(*f, r["metric"], r["direction"], f"{r['mean']:.4f}",
                          f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]", _n_defined(r))
                         for f, r in zip(files, rows)],
                        headers=[*(["explanations"] if any(files) else []), "metric", "better",
@@ -561,7 +560,7 @@ def dispatch(args) -> int:
         from benchmark.catalog import catalog
 
         for title, rows, headers in catalog():
-            print(f"{title}\n{tabulate(rows, headers=headers)}\n")
+            print(f"{title}\n{safe_table(rows, headers=headers)}\n")
         return 0
     raise AssertionError(args.verb)
 

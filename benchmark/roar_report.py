@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from tabulate import tabulate
 
 from benchmark.core.stats import (
     ALPHA,
@@ -19,6 +18,7 @@ from benchmark.core.stats import (
     seed_estimate,
     sign_flip_test,
 )
+from leaderboard.render import safe_table
 
 RANDOM, CLEAN, ALL, LENGTH = "random", "none", "all", "length"
 
@@ -106,7 +106,7 @@ def _curve_table(rows: list[dict], kind: str, fmt: str) -> str | None:
                   "(on accuracy, unclipped), mean over seeds [95% CI: t over seeds + "
                   "example variance]")
     headers = ["mask", *(f"{k:.0%}" for k in ratios), "RACU ↑"]
-    return tabulate(table, headers, tablefmt=fmt) + "\n\n" + "; ".join(footer)
+    return safe_table(table, headers, tablefmt=fmt) + "\n\n" + "; ".join(footer)
 
 
 def _field_table(rows: list[dict], field: str, fmt: str) -> str | None:
@@ -123,7 +123,7 @@ def _field_table(rows: list[dict], field: str, fmt: str) -> str | None:
             got = [r[field] for r in rows if r["mask"] == mask and r["ratio"] == k]
             cells.append(f"{np.mean(got):.3f}" if got else "")
         table.append([mask, *cells])
-    return tabulate(table, ["mask", *(f"{k:.0%}" for k in ratios)], tablefmt=fmt)
+    return safe_table(table, ["mask", *(f"{k:.0%}" for k in ratios)], tablefmt=fmt)
 
 
 @dataclass(frozen=True)
@@ -217,5 +217,5 @@ def _leakage_table(rows: list[dict], fmt: str) -> list[str]:
              f"{len(cells)} cells; LEAKS: p < {ALPHA} with both differences > 0); majority "
              f"class {length[0]['majority'] if length else float('nan'):.3f}, length-only "
              f"model {np.mean([r['accuracy'] for r in length]):.3f}\n"),
-            tabulate(table, ["mask", *(f"{k:.0%}" for k in ratios)], tablefmt=fmt),
+            safe_table(table, ["mask", *(f"{k:.0%}" for k in ratios)], tablefmt=fmt),
             "", verdict, ""]

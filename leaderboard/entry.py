@@ -6,7 +6,11 @@
                            (and "stats" for a corpus-level metric)
         header.json        written last: schema_version, entry_id, explainer, explainer_name,
                            explainer_spec, submitter, notes, created_at, faithbench_versions,
-                           git_commits, suite
+                           git_commits, suite, hashes (sha256 of the two files above)
+
+Reading an entry checks both hashes and recomputes every stored estimate's n and mean
+from the rows (``check_estimates``); rankings recompute the intervals from the rows.
+A file changed after it was written is an ``IntegrityError`` naming it, never used.
 
 ``suite`` maps each task id to {"split", "examples" (all, first N, or N at random with
 a seed), "model_seeds", "checkpoints" (aligned with the seeds), "data_fingerprint",
@@ -23,6 +27,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
+import math
 import os
 import shutil
 import tempfile
@@ -33,9 +39,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from benchmark.core.cache import atomic_write, content_hash
-from benchmark.core.errors import DataFileError, InputError, UnknownNameError
+import numpy as np
+
+from benchmark.core.cache import atomic_write, content_hash, file_hash
+from benchmark.core.errors import DataFileError, InputError, IntegrityError, UnknownNameError
 from benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic
+from benchmark.core.stats import Aggregation
 from leaderboard.suite import (
     ROW_FIELDS,
     check_results,
@@ -56,6 +65,8 @@ HEADER_FIELDS = (
     "suite",
 )
 SUITE_FIELDS = ("split", "model_seeds", "checkpoints", "data_fingerprint", "n")
+HASHED = ("results.jsonl", "per_example.jsonl")  # their sha256 in header["hashes"]
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -146,6 +157,7 @@ def write_entry(
     try:
         write_jsonl_atomic(tmp / "results.jsonl", [r.as_dict() for r in records])
         write_jsonl_atomic(tmp / "per_example.jsonl", rows)
+        header["hashes"] = {name: file_hash(tmp / name) for name in HASHED}
         text = json.dumps(header, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
         atomic_write(tmp / "header.json", lambda p: Path(p).write_text(text, encoding="utf-8"))
         final = _move_into_place(tmp, root / entry_id)
@@ -242,6 +254,7 @@ def read_entry(folder) -> Entry:
     for path in (results_path, rows_path):
         if not path.is_file():
             raise DataFileError(path, None, None, "missing from the entry folder")
+    _check_hashes(folder, header)
     results = []
     for line, d in enumerate(read_jsonl(results_path), start=1):
         rec = ResultRecord.from_dict(d, where=f"{results_path}, line {line}")
@@ -262,7 +275,47 @@ def read_entry(folder) -> Entry:
         for f in ROW_FIELDS:
             if f not in row:
                 raise DataFileError(rows_path, line, f, "missing")
+    check_estimates(rows_path, results, rows)
     return Entry(folder, header, results, rows)
+
+
+def _check_hashes(folder: Path, header: dict) -> None:
+    """Each file's sha256 must be the one the header recorded when it was written."""
+    hashes = header.get("hashes")
+    if hashes is None:
+        log.warning("%s: written before entries kept content hashes; its estimates are still "
+                    "checked against its rows (rerun `faithbench run` on the same --out to "
+                    "rewrite it)", folder)
+        return
+    for name in HASHED:
+        if hashes.get(name) != file_hash(folder / name):
+            raise IntegrityError(folder / name, "its content hash is not the one in "
+                                 "header.json", "rerun the run that wrote it, or remove the "
+                                 "entry folder")
+
+
+def check_estimates(path: Path, results: list[dict], rows: list[dict]) -> None:
+    """Every stored estimate's n and mean, recomputed from the per-example rows: the
+    mean of the defined values (a corpus-level metric: its aggregation of the summed
+    statistics). A record the rows do not reproduce is an IntegrityError."""
+    by_unit: dict[tuple, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_unit[(row["task"], row["model_seed"], row["metric"])].append(row)
+    for r in results:
+        mine = by_unit.get((r["task"], r["model_seed"], r["metric"]), [])
+        est, agg = r["estimate"], r.get("aggregation")
+        if agg is not None:
+            stats = np.asarray([row.get("stats", ()) for row in mine], dtype=float)
+            n = len(mine)
+            mean = float(Aggregation.from_dict(agg)(stats.sum(axis=0))) if n else math.nan
+        else:
+            values = [row["value"] for row in mine if row["value"] is not None]
+            n, mean = len(values), math.fsum(values) / len(values) if values else math.nan
+        if n != est["n"] or not math.isclose(mean, est["mean"], rel_tol=1e-9, abs_tol=1e-12):
+            raise IntegrityError(path, f"its rows of {r['task']}, seed {r['model_seed']}, "
+                                 f"{r['metric']} give n = {n}, mean = {mean!r}; the result "
+                                 f"stored n = {est['n']}, mean = {est['mean']!r}",
+                                 "rerun the run that wrote it, or remove the entry folder")
 
 
 def _read_header(path: Path) -> dict:

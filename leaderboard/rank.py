@@ -27,7 +27,6 @@ from benchmark.core.errors import DataFileError, InputError
 from benchmark.core.names import DIRECTIONS, FAMILIES
 from benchmark.core.stats import (
     ALPHA,
-    BOOTSTRAP,
     Aggregation,
     corpus_estimate,
     seed_estimate,
@@ -135,33 +134,34 @@ def _score(e: Entry, task: str, metric: str, recs: list[dict]) -> dict:
     seeds = [r["model_seed"] for r in recs]
     est = recs[0]["estimate"]
     confidence = est.get("confidence", 1 - ALPHA)
-    method = est.get("method", BOOTSTRAP)
-    if len(recs) == 1:
-        mean, lo, hi, n = est["mean"], est["ci_low"], est["ci_high"], est["n"]
-        spread = {"n_seeds": 1, "seed_sd": 0.0, "seed_min": float(mean), "seed_max": float(mean)}
+    corpus = recs[0].get("aggregation")
+    source = e.stats(task, metric) if corpus is not None else e.values(task, metric)
+    if len(recs) == 1:  # the rows in the order they were scored: the stored bootstrap's
+        ids = [i for (s, i) in source if s == seeds[0]]
+        matrix = [[source[(seeds[0], i)] for i in ids]]
     else:
-        corpus = recs[0].get("aggregation")
-        source = e.stats(task, metric) if corpus is not None else e.values(task, metric)
         ids, matrix = seed_matrix(source, seeds)
-        if not ids:
-            raise DataFileError(
-                e.path / "per_example.jsonl",
-                None,
-                None,
-                f"no example has values under every model seed {seeds} for "
-                f"task {task!r}, metric {metric!r}",
-            )
-        if corpus is not None:  # (S, N, K) statistics, linearized
-            b = corpus_estimate(matrix, Aggregation.from_dict(corpus), **settings_of(est))
-        else:
-            b = seed_estimate(matrix, **settings_of(est))
-        mean, lo, hi, n, method = b.mean, b.ci_low, b.ci_high, b.n, b.method
-        spread = {
-            "n_seeds": b.n_seeds,
-            "seed_sd": b.seed_sd,
-            "seed_min": b.seed_min,
-            "seed_max": b.seed_max,
-        }
+    # recomputed from the rows, never read from the record (whose n and mean are
+    # checked against the rows when the entry is read)
+    if not ids:
+        raise DataFileError(
+            e.path / "per_example.jsonl",
+            None,
+            None,
+            f"no example has values under every model seed {seeds} for "
+            f"task {task!r}, metric {metric!r}",
+        )
+    if corpus is not None:  # (S, N, K) statistics, linearized
+        b = corpus_estimate(matrix, Aggregation.from_dict(corpus), **settings_of(est))
+    else:
+        b = seed_estimate(matrix, **settings_of(est))
+    mean, lo, hi, n, method = b.mean, b.ci_low, b.ci_high, b.n, b.method
+    spread = {
+        "n_seeds": b.n_seeds,
+        "seed_sd": b.seed_sd,
+        "seed_min": b.seed_min,
+        "seed_max": b.seed_max,
+    }
     return {
         "entry_id": e.entry_id,
         "explainer": e.explainer,

@@ -381,16 +381,32 @@ def _ci(rows: list[dict]) -> str:
     return f"{levels.pop():g}% CI" if len(levels) == 1 else "CI"
 
 
+def escape(value, tablefmt: str = "simple") -> str:
+    r"""One table cell as text that cannot change the table's shape: control characters
+    (newlines, tabs, escapes) become spaces, and in a Markdown (``github``/``pipe``)
+    table ``|`` is escaped. CSV cells go through the csv module, which quotes.
+
+    >>> escape("a|b\nc", "github")
+    'a\\|b c'
+    """
+    text = "".join(c if c.isprintable() else " " for c in str(value))
+    return text.replace("|", "\\|") if tablefmt in ("github", "pipe") else text
+
+
+def safe_table(rows, headers=(), *, tablefmt: str = "simple", **kwargs) -> str:
+    """``tabulate`` with every cell and header escaped (``escape``): every table
+    faithbench prints goes through here, so a name or a plugin's message cannot forge
+    rows or columns."""
+    return tabulate([[v if isinstance(v, (int, float)) else escape(v, tablefmt) for v in row]
+                     for row in rows], headers=[escape(h, tablefmt) for h in headers],
+                    tablefmt=tablefmt, **kwargs)
+
+
 def _text(headers: list[str], body: list[list[str]], fmt: str, align: str, notes: list[str]) -> str:
     align_names = {"l": "left", "r": "right"}
-    table = tabulate(
-        body,
-        headers=headers,
-        tablefmt="github" if fmt == "markdown" else "simple",
-        disable_numparse=True,
-        colalign=[align_names[a] for a in align],
-    )
-    return "\n\n".join([table, *notes]) + "\n"
+    text = safe_table(body, headers, tablefmt="github" if fmt == "markdown" else "simple",
+                      disable_numparse=True, colalign=[align_names[a] for a in align])
+    return "\n\n".join([text, *notes]) + "\n"
 
 
 def _csv(cols: list[str], body: list[list]) -> str:
