@@ -198,7 +198,7 @@ class EvaluationSession:
             return None
         if seal.read_text().strip() != file_hash(path):
             raise IntegrityError(path, "its content hash is not the one written beside it "
-                                 f"({seal.name})", f"delete {path} and {seal.name} to explain "
+                                 f"({seal.name})", f"delete {path} and {seal} to explain "
                                  "again")
         rows = read_jsonl(path)
         if not rows:
