@@ -456,3 +456,21 @@ def test_sandbox_without_bubblewrap_is_refused_clearly(monkeypatch, model):
     monkeypatch.setattr(confine, "bwrap", lambda: None)
     with pytest.raises(InputError, match="--sandbox needs bubblewrap"):
         load_explainer(hostile("peeks"), Confinement(sandbox=True))
+
+
+def test_the_sandbox_flag_reaches_the_workers_of_validate(tmp_path, snooper):
+    """`faithbench validate --sandbox`: the snooper finds nothing to read, reach or write,
+    so it passes; without the flag it fails on the secret it read."""
+    if confine.bwrap() is None and os.environ.get("CI") != "true":
+        pytest.skip("bubblewrap (bwrap) is not installed")
+    plugin, out = snooper
+
+    def validate(*flags):
+        return subprocess.run([sys.executable, "-m", "benchmark.cli", "validate", plugin, *flags],
+                              capture_output=True, text=True, timeout=300, check=False,
+                              cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+    boxed = validate("--sandbox")
+    assert boxed.returncode == 0, boxed.stdout + boxed.stderr
+    loose = validate()
+    assert loose.returncode == 1 and "read s3cret" in loose.stdout

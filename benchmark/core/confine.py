@@ -215,7 +215,7 @@ def sandbox_command(readable: list[Path], hidden: list[Path], scratch: Path) -> 
     for path in _outermost([*system, *prefixes, *(Path(p) for p in readable)]):
         cmd += ["--ro-bind-try", str(path), str(path)]
     for path in hidden:
-        if any(_inside(path, r) for r in readable) and path.exists():
+        if any(_inside(path, r) for r in readable) and path.is_dir():
             cmd += ["--tmpfs", str(path)]
     cmd += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch)]
     return cmd

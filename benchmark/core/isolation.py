@@ -21,6 +21,7 @@ example of up to ``BUDGET_TOKENS`` tokens, and as much again per
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import select
@@ -308,13 +309,23 @@ class Worker:
 
 
 def _readable(ref: str | None) -> list[Path]:
-    """What a sandboxed worker must read: installed packages (sys.path), this
-    checkout's packages, and a file plugin's folder."""
-    paths = [Path(p) for p in sys.path if p and os.path.isdir(p)]
+    """What a sandboxed worker must read: installed packages (sys.path, less the working
+    folder, which ``python -m`` puts there and may be the user's home), this checkout's
+    packages, and the plugin's own folder (a file's, or a module's package)."""
+    cwd = Path.cwd().resolve()
+    paths = [Path(p) for p in sys.path if p and os.path.isdir(p) and Path(p).resolve() != cwd]
     paths += [Path(__file__).resolve().parents[2] / name for name in
               ("benchmark", "tasks", "metrics", "submissions", "leaderboard")]
     if ref and ref.endswith(".py"):
         paths.append(Path(ref).resolve().parent)
+    elif ref:
+        try:
+            found = importlib.util.find_spec(ref.split(".")[0])
+        except (ImportError, ValueError):
+            found = None
+        if found is not None and found.origin:
+            origin = Path(found.origin).resolve()
+            paths.append(origin.parent if found.submodule_search_locations else origin)
     return paths
 
 
