@@ -190,8 +190,9 @@ def test_suite(benchmark, suite):
 @pytest.mark.parametrize("isolation", ["none", "process"])
 @pytest.mark.parametrize("name", ["gradient", "occlusion"])
 def test_explain_isolation_cost(benchmark, name, isolation, setup):
-    """What running a plugin in a worker process costs: one fork per explainer run plus a
-    pickle round trip per batch, against the same explainer in this process."""
+    """What running an explainer in a worker process costs: one fresh Python process per
+    explainer run (torch imported, the model read from a file) plus an array round trip
+    per batch, against the same explainer in this process."""
     session, _ = setup
     config = dataclasses.replace(session.config, isolation=isolation)
     mine = EvaluationSession(session.prepared, config, seed=session.seed)
