@@ -1,7 +1,10 @@
 """Two runs of one plugin into one ``--out`` at the same time: each unit is computed
 once, the second run waits for the first and takes its results, and a run killed
 while it holds a claim leaves nothing that blocks the next. Before: both computed
-every unit, and the duplicate rows left the explainer's units stuck for good."""
+every unit, and the duplicate rows left the explainer's units stuck for good.
+
+The plugin's ``explain`` blocks until the test creates a release file, so the first
+run is mid-computation while the second starts, whatever the machine's speed."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -23,21 +27,24 @@ from leaderboard.entry import read_entries
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 METRICS = ("comprehensiveness", "flip_rate")
+WAITING = "waiting for another faithbench process"
 
-SLOW = '''
-import time
+BLOCKING = '''
+import os, time
 from benchmark.core.api import ExplainerSpec
 
 
-class Slow:
+class Blocking:
     spec = ExplainerSpec(name="slow_claims", version="1")
 
     def explain(self, model, batch, target, *, rng):
-        time.sleep(0.4)
+        end = time.monotonic() + 300
+        while not os.path.exists(RELEASE) and time.monotonic() < end:
+            time.sleep(0.02)
         return batch.ids.float()
 
 
-EXPLAINER = Slow()
+EXPLAINER = Blocking()
 '''
 
 RUN = '''
@@ -46,78 +53,105 @@ logging.basicConfig(level=logging.INFO)
 from benchmark.plan import RunConfig
 from benchmark.runner import run
 s = run(RunConfig(out=sys.argv[1], explainers=(sys.argv[2],), metrics=METRICS, limit=24,
-                  batch_size=8, progress=False))
+                  batch_size=8, progress=False, time_budget_s=None))
 print(json.dumps({"computed": s.computed, "skipped": s.skipped, "failures": len(s.failures)}))
 '''.replace("METRICS", repr(METRICS))
 
 
+def config(out: Path, plugin: str) -> RunConfig:
+    return RunConfig(out=str(out), explainers=(plugin,), metrics=METRICS, limit=24, batch_size=8,
+                     progress=False, time_budget_s=None)
+
+
 @pytest.fixture
-def slow_plugin(tmp_path) -> str:
+def plugin(tmp_path) -> tuple[str, Path]:
+    """A plugin file whose explain waits for the returned release path to exist."""
+    release = tmp_path / "release"
     path = tmp_path / "slow_claims.py"
-    path.write_text(textwrap.dedent(SLOW))
-    return str(path)
+    path.write_text(textwrap.dedent(BLOCKING).replace("RELEASE", repr(str(release))))
+    return str(path), release
 
 
-def start(out: Path, plugin: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", RUN, str(out), plugin], text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+class Child:
+    """``run`` in another process, its log lines read as they come."""
+
+    def __init__(self, out: Path, plugin: str):
+        self.proc = subprocess.Popen([sys.executable, "-c", RUN, str(out), plugin], text=True,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env={**os.environ, "OMP_NUM_THREADS": "1"})
+        self.log: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.log.append(line)
+
+    def says(self, text: str, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and self.proc.poll() is None:
+            if any(text in line for line in self.log):
+                return True
+            time.sleep(0.05)
+        return any(text in line for line in self.log)
+
+    def finish(self) -> dict:
+        stdout = self.proc.stdout.read()
+        self.proc.wait(timeout=600)
+        self._reader.join(timeout=10)
+        assert self.proc.returncode == 0, "".join(self.log)
+        return json.loads(stdout.strip().splitlines()[-1])
 
 
-def wait_for_claim(out: Path, timeout: float = 120.0) -> None:
-    """Until some process holds a claim under ``out`` (a lock we cannot take)."""
-    import fcntl
-
+def holds_claim(out: Path, pid: int, timeout: float) -> bool:
+    """Whether process ``pid`` takes a claim under ``out`` within ``timeout`` seconds (a
+    holder writes its pid into the lock file; reading it takes no lock)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        for lock in (out / "claims").glob("*.lock") if (out / "claims").exists() else ():
-            with open(lock, "a") as fh:
-                try:
-                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    return
+        locks = (out / "claims").glob("*.lock") if (out / "claims").is_dir() else ()
+        if any(lock.read_text().startswith(f"pid {pid} ") for lock in locks):
+            return True
         time.sleep(0.05)
-    raise AssertionError("no claim was taken")
+    return False
 
 
 def unit_keys(out: Path) -> list[str]:
     return [r.key for r in read_results(out / "results.jsonl")]
 
 
-def test_concurrent_runs_compute_each_unit_once(tmp_path, slow_plugin, synthetic_ready):
+def test_concurrent_runs_compute_each_unit_once(tmp_path, plugin, synthetic_ready):
+    path, release = plugin
     out = tmp_path / "out"
-    first = start(out, slow_plugin)
-    wait_for_claim(out)
-    second = start(out, slow_plugin)
-    answers, logs = [], []
-    for p in (first, second):
-        stdout, stderr = p.communicate(timeout=600)
-        assert p.returncode == 0, stderr
-        answers.append(json.loads(stdout.strip().splitlines()[-1]))
-        logs.append(stderr)
-    assert answers[0] == {"computed": 2, "skipped": 0, "failures": 0}
-    assert answers[1] == {"computed": 0, "skipped": 2, "failures": 0}
-    assert f"waiting for another faithbench process (pid {first.pid} on" in logs[1]
+    first = Child(out, path)
+    holds_claim(out, first.proc.pid, timeout=60)  # without claims: by then it is explaining
+    second = Child(out, path)
+    second.says(WAITING, timeout=60)  # without claims: by then it is explaining too
+    release.touch()
+    answers = [first.finish(), second.finish()]
+    assert answers == [{"computed": 2, "skipped": 0, "failures": 0},
+                       {"computed": 0, "skipped": 2, "failures": 0}]
+    waits = [line for line in second.log if WAITING in line and "slow_claims@1" in line]
+    assert len(waits) == 1 and f"(pid {first.proc.pid} on " in waits[0]
     keys = unit_keys(out)
     assert len(keys) == len(set(keys)) == len(METRICS)
-    names = [e.name for e in read_entries(out / "leaderboard")]
-    assert names == ["slow_claims"]
-    again = run(RunConfig(out=str(out), explainers=(slow_plugin,), metrics=METRICS, limit=24,
-                          batch_size=8, progress=False))
-    assert (again.computed, again.skipped) == (0, 2)
+    for r in read_results(out / "results.jsonl"):  # per-example files whole: 24 rows each
+        assert len((out / r.per_example_file).read_text().splitlines()) == 24
+    assert [e.name for e in read_entries(out / "leaderboard")] == ["slow_claims"]
+    again = run(config(out, path))
+    assert (again.computed, again.skipped, again.failures) == (0, 2, [])
 
 
-def test_a_run_killed_while_holding_a_claim_blocks_nothing(tmp_path, slow_plugin,
-                                                          synthetic_ready):
+def test_a_run_killed_while_holding_a_claim_blocks_nothing(tmp_path, plugin, synthetic_ready):
+    path, release = plugin
     out = tmp_path / "out"
-    doomed = start(out, slow_plugin)
-    wait_for_claim(out)
-    doomed.send_signal(signal.SIGKILL)
-    doomed.wait(timeout=60)
+    doomed = Child(out, path)
+    assert holds_claim(out, doomed.proc.pid, timeout=120), "".join(doomed.log)
+    doomed.proc.send_signal(signal.SIGKILL)
+    doomed.proc.wait(timeout=60)
+    release.touch()
     start_s = time.perf_counter()
-    summary = run(RunConfig(out=str(out), explainers=(slow_plugin,), metrics=METRICS, limit=24,
-                            batch_size=8, progress=False))
-    assert summary.computed == 2 and not summary.failures
+    summary = run(config(out, path))
+    assert (summary.computed, summary.skipped, summary.failures) == (2, 0, [])
     assert time.perf_counter() - start_s < 120
     keys = unit_keys(out)
     assert len(keys) == len(set(keys)) == len(METRICS)

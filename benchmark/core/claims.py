@@ -40,11 +40,15 @@ def claim(folder: Path, key: str, what: str):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
-            log.info("waiting for another faithbench process (%s) computing %s", holder, what)
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").split("\n")[0]
+            log.info("waiting for another faithbench process (%s) computing %s",
+                     holder.strip() or "unknown", what)
             fcntl.flock(fd, fcntl.LOCK_EX)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        mine = f"pid {os.getpid()} on {socket.gethostname()}\n".encode()
+        # write, then cut: truncating to zero first makes ext4 flush the file on close
+        # (its guard for truncate-and-rewrite), 3 ms per claim instead of 3 us
+        os.pwrite(fd, mine, 0)
+        os.ftruncate(fd, len(mine))
         yield
     finally:
         os.close(fd)  # releases the claim

@@ -14,7 +14,6 @@ on the next read and repaired on the next append, so it is never read as a resul
 
 from __future__ import annotations
 
-import fcntl
 import io
 import os
 import time
@@ -25,6 +24,11 @@ import jsonlines
 
 from benchmark.core.cache import atomic_write
 from benchmark.core.errors import DataFileError, NotUtf8Error
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: appends are not locked (nor runs claimed)
+    fcntl = None
 
 SCHEMA_VERSION = 1
 
@@ -130,7 +134,8 @@ def append_jsonl(path: Path, obj: dict) -> None:
     with jsonlines.Writer(line, compact=True, sort_keys=True) as writer:
         writer.write(obj)
     with open(path, "a", encoding="utf-8") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)  # released when fh closes
+        if fcntl is not None:
+            fcntl.flock(fh, fcntl.LOCK_EX)  # released when fh closes
         _repair_tail(path)
         fh.write(line.getvalue())
         fh.flush()
