@@ -217,12 +217,16 @@ class EvaluationSession:
         """Put explanations computed elsewhere (e.g. by a sweep's worker on another
         machine) into this session's explanation cache."""
         path = self._explanations_path(explainer)
+        seal = path.with_suffix(".sha256")
+        # the old hash goes first: a run killed between the two writes leaves a file
+        # without one (explained again), never new rows beside the old rows' hash (refused)
+        seal.unlink(missing_ok=True)
         write_jsonl_atomic(path, [
             {"id": e.id, "tokens": list(e.tokens), "scores": s, "target": t,
              "seconds": explained.seconds}
             for e, s, t in zip(self.examples, explained.scores, explained.targets)])
         digest = file_hash(path)  # checked on every hit (``cached``)
-        atomic_write(path.with_suffix(".sha256"), lambda tmp: Path(tmp).write_text(digest + "\n"))
+        atomic_write(seal, lambda tmp: Path(tmp).write_text(digest + "\n"))
 
     def _explanations_path(self, explainer: Explainer) -> Path:
         key = unit_key(self.prepared.checkpoint, explainer.spec.id, "explanations", self.split,

@@ -8,9 +8,11 @@
                            explainer_spec, submitter, notes, created_at, faithbench_versions,
                            git_commits, suite, hashes (sha256 of the two files above)
 
-Reading an entry checks both hashes and recomputes every stored estimate's n and mean
-from the rows (``check_estimates``); rankings recompute the intervals from the rows.
-A file changed after it was written is an ``IntegrityError`` naming it, never used.
+Reading an entry checks both hashes, that the header's suite is the one its results
+give and its entry id the hash of explainer and suite, and recomputes every stored
+estimate's n and mean from the rows (``check_estimates``); rankings recompute the
+intervals from the rows. A file changed after it was written is an ``IntegrityError``
+naming it, never used.
 
 ``suite`` maps each task id to {"split", "examples" (all, first N, or N at random with
 a seed), "model_seeds", "checkpoints" (aligned with the seeds), "data_fingerprint",
@@ -255,7 +257,7 @@ def read_entry(folder) -> Entry:
         if not path.is_file():
             raise DataFileError(path, None, None, "missing from the entry folder")
     _check_hashes(folder, header)
-    results = []
+    results, records = [], []
     for line, d in enumerate(read_jsonl(results_path), start=1):
         rec = ResultRecord.from_dict(d, where=f"{results_path}, line {line}")
         if rec.explainer != header["explainer"]:
@@ -270,6 +272,8 @@ def read_entry(folder) -> Entry:
                 results_path, line, "task", f"{rec.task!r} is not in the header's suite"
             )
         results.append(rec.as_dict())
+        records.append(rec)
+    _check_header(folder / "header.json", header, records)
     rows = read_jsonl(rows_path)
     for line, row in enumerate(rows, start=1):
         for f in ROW_FIELDS:
@@ -292,6 +296,23 @@ def _check_hashes(folder: Path, header: dict) -> None:
             raise IntegrityError(folder / name, "its content hash is not the one in "
                                  "header.json", "rerun the run that wrote it, or remove the "
                                  "entry folder")
+
+
+def _check_header(path: Path, header: dict, records: list[ResultRecord]) -> None:
+    """The header's suite must be the one its results give, and its entry id the hash
+    of its explainer and suite (as ``write_entry`` made them): an edited suite would let
+    an entry be ranked beside others it was not run like."""
+    fix = "rerun the run that wrote it, or remove the entry folder"
+    try:
+        suite = derive_suite(records)
+    except InputError as exc:  # e.g. two checkpoints under one seed
+        raise IntegrityError(path.with_name("results.jsonl"), str(exc), fix) from None
+    if suite != header["suite"]:
+        raise IntegrityError(path, "its suite is not the one its results give", fix)
+    if content_hash({"explainer": header["explainer"], "suite": header["suite"]}) \
+            != header["entry_id"]:
+        raise IntegrityError(path, f"its entry id {header['entry_id']} is not the hash of "
+                             "its explainer and suite", fix)
 
 
 def check_estimates(path: Path, results: list[dict], rows: list[dict]) -> None:

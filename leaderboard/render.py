@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections import Counter
 
 from tabulate import tabulate
@@ -23,6 +24,7 @@ from leaderboard.rank import matches, rank
 from leaderboard.suite import short_name
 
 FORMATS = ("table", "markdown", "csv")
+MARKDOWN = ("github", "pipe")  # the tabulate formats of Markdown tables
 ARROWS = {"higher": "↑", "lower": "↓", "none": "·"}
 MISSING = "—"
 OVERLAP = "≈"
@@ -238,7 +240,8 @@ def render_matrix(
             + [_matrix_cell(cells[(e, m)]) if (e, m) in cells else MISSING for m in metrics]
         )
     seeds = " s min–max" if any(r["n_seeds"] > 1 for r in rows) else ""
-    note = f"{tasks[0]}; sorted by {heads[key]}; cells: mean [{_ci(rows)}]{seeds}"
+    note = (f"{_inline(tasks[0], fmt)}; sorted by {_inline(heads[key], fmt)}; "
+            f"cells: mean [{_ci(rows)}]{seeds}")
     return _text(
         ["explainer", "n"] + [heads[m] for m in metrics],
         body,
@@ -301,7 +304,8 @@ def render_comparison(rows: list[dict], fmt: str = "table") -> str:
         for r in rows
     ]
     pairs = sorted({(r["a"], r["a_entry"], r["b"], r["b_entry"]) for r in rows})
-    notes = [f"A = {a} (entry {ae}); B = {b} (entry {be})" for a, ae, b, be in pairs]
+    notes = [_inline(f"A = {a} (entry {ae}); B = {b} (entry {be})", fmt)
+             for a, ae, b, be in pairs]
     notes += [comparison_note(rows), *undefined_note(rows)]
     return _text(headers, body, fmt, "llrrrrrrl", notes)
 
@@ -383,14 +387,27 @@ def _ci(rows: list[dict]) -> str:
 
 def escape(value, tablefmt: str = "simple") -> str:
     r"""One table cell as text that cannot change the table's shape: control characters
-    (newlines, tabs, escapes) become spaces, and in a Markdown (``github``/``pipe``)
-    table ``|`` is escaped. CSV cells go through the csv module, which quotes.
+    (newlines, tabs, escapes) become spaces; in a Markdown (``github``/``pipe``) table a
+    backslash and ``|`` are escaped (a name ending in a backslash would otherwise turn
+    the escaped pipe after it into a column break), and so is a ``<`` that could open
+    raw HTML (a tag, a comment) — not the one of "<0.001". CSV cells go through the csv
+    module, which quotes.
 
-    >>> escape("a|b\nc", "github")
-    'a\\|b c'
+    >>> escape("a|b\nc", "github"), escape("x\\|y", "github")
+    ('a\\|b c', 'x\\\\\\|y')
+    >>> escape("<script>alert(1)</script>", "github"), escape("<0.001", "github")
+    ('&lt;script>alert(1)&lt;/script>', '<0.001')
     """
     text = "".join(c if c.isprintable() else " " for c in str(value))
-    return text.replace("|", "\\|") if tablefmt in ("github", "pipe") else text
+    if tablefmt not in MARKDOWN:
+        return text
+    text = text.replace("\\", "\\\\").replace("|", "\\|")
+    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text)
+
+
+def _inline(text: str, fmt: str) -> str:
+    """A note's names (from entries: any text) escaped as a cell is: one line, no markup."""
+    return escape(text, "github" if fmt == "markdown" else "simple")
 
 
 def safe_table(rows, headers=(), *, tablefmt: str = "simple", **kwargs) -> str:

@@ -37,7 +37,13 @@ import sacrebleu
 import torch
 
 from benchmark.core.api import ALIGNMENT, Batch, Example, TaskOptions, TaskSpec
-from benchmark.core.cache import atomic_write, content_hash, verified_weights, weights_hash
+from benchmark.core.cache import (
+    atomic_write,
+    content_hash,
+    sealed,
+    verified_weights,
+    weights_hash,
+)
 from benchmark.core.errors import DataFileError, InputError
 from benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
 from benchmark.core.models.training import (
@@ -220,7 +226,8 @@ class AlignmentTask:
             model.load_state_dict(saved["state_dict"])
             ready.accuracy, ready.history = saved["accuracy"], saved["history"]
             ready.loaded_from_cache = True
-            verified_weights(path, model, saved, fraction_accuracy=False)  # perplexity, BLEU
+            ready.checkpoint = verified_weights(path, model, saved,
+                                                fraction_accuracy=False)  # perplexity, BLEU
         else:
             held_batches = [ready.teacher_forced(held[i : i + 256])
                             for i in range(0, len(held), 256)]
@@ -242,11 +249,10 @@ class AlignmentTask:
             ready.accuracy = {"held_out_perplexity": perplexity(model, held_batches),
                               "held_out_bleu": ready.bleu(held[:500])}
             log.info("trained alignment: %s", ready.accuracy)
+            ready.checkpoint = weights_hash(model.state_dict())
             blob = {"state_dict": model.state_dict(), "accuracy": ready.accuracy,
-                    "history": ready.history, "config": config,
-                    "weights": weights_hash(model.state_dict())}
-            atomic_write(path, lambda tmp: torch.save(blob, tmp))
-        ready.checkpoint = weights_hash(model.state_dict())
+                    "history": ready.history, "config": config, "weights": ready.checkpoint}
+            atomic_write(path, lambda tmp: torch.save(sealed(blob), tmp))
         model.eval()
         return ready
 

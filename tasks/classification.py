@@ -30,6 +30,7 @@ from benchmark.core.cache import (
     atomic_write,
     cache_dir,
     content_hash,
+    sealed,
     verified_weights,
     weights_hash,
 )
@@ -242,7 +243,7 @@ class ClassificationTask:
                 "history": ready.history, "config": st.config,
                 "vocab": getattr(st.vocab, "itos", None), "weights": ready.checkpoint,
                 "fingerprints": split_fingerprints(splits)}
-        atomic_write(path, lambda tmp: torch.save(blob, tmp))
+        atomic_write(path, lambda tmp: torch.save(sealed(blob), tmp))
         return ready
 
     def _refresh_accuracy(self, ready: ReadyTask, saved: dict, path: Path) -> None:
@@ -257,8 +258,9 @@ class ClassificationTask:
                  ", ".join(stale))
         ready.accuracy = {s: a for s, a in ready.accuracy.items() if s in now}
         ready.accuracy.update(self._accuracy(ready, stale))
-        blob = {**saved, "accuracy": ready.accuracy, "fingerprints": now}
-        atomic_write(path, lambda tmp: torch.save(blob, tmp))
+        blob = {**saved, "weights": ready.checkpoint, "accuracy": ready.accuracy,
+                "fingerprints": now}
+        atomic_write(path, lambda tmp: torch.save(sealed(blob), tmp))
 
     def _accuracy_splits(self, ready: ReadyTask) -> list[str]:
         """Every labelled split but the training one."""
@@ -279,12 +281,13 @@ class ClassificationTask:
         ready.checkpoint = weights_hash(ready.model.state_dict())
         found = transformer.cached_accuracy(path)
         if found is not None and found.get("weights") == ready.checkpoint:
-            verified_weights(transformer.accuracy_cache(path), ready.model, found)
+            verified_weights(transformer.accuracy_cache(path), ready.model, found,
+                             checkpoint=ready.checkpoint)
             ready.accuracy, ready.loaded_from_cache = found["accuracy"], True
             return ready
         ready.accuracy = self._accuracy(ready)
         log.info("evaluated %s: %s", ready.spec.id, ready.accuracy)
-        record = {"accuracy": ready.accuracy, "weights": ready.checkpoint}
+        record = sealed({"accuracy": ready.accuracy, "weights": ready.checkpoint})
         atomic_write(transformer.accuracy_cache(path), lambda tmp: torch.save(record, tmp))
         return ready
 

@@ -16,14 +16,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmark.core.cache import file_hash
+import benchmark.session as session_module
+from benchmark.cli import main
+from benchmark.core.cache import content_hash, file_hash
 from benchmark.core.errors import IntegrityError
 from benchmark.core.records import read_jsonl, write_jsonl_atomic
 from benchmark.plan import RunConfig
-from benchmark.runner import run
+from benchmark.runner import resolve_explainer, run
+from benchmark.session import Explained, open_session
 from leaderboard.entry import read_entries
 from leaderboard.rank import rank
-from leaderboard.render import render_leaderboard
+from leaderboard.render import render_comparison, render_leaderboard
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 FAST = {"limit": 24, "batch_size": 8, "progress": False}
@@ -48,14 +51,18 @@ def _rewrite(path: Path, change) -> None:
     torch.save(blob, path)
 
 
-@pytest.mark.parametrize("what", ["weights", "accuracy"])
+@pytest.mark.parametrize("what", ["weights", "accuracy", "plausible accuracy"])
 def test_a_cached_model_changed_on_disk_is_refused(own_cache, what):
+    """A plausible accuracy (a fraction, only not the measured one) is refused too:
+    it is sealed with the weights hash."""
     task, options, ready = own_cache
     path = Path(ready.checkpoint_file)
     if what == "weights":
         _rewrite(path, lambda b: b["state_dict"]["out.bias"].add_(0.01))
-    else:
+    elif what == "accuracy":
         _rewrite(path, lambda b: b["accuracy"].update(test=1.7))
+    else:
+        _rewrite(path, lambda b: b["accuracy"].update(test=0.987654321))
     with pytest.raises(IntegrityError) as info:
         task.prepare(options(), progress=False)
     assert str(path) in str(info.value) and f"delete {path}" in str(info.value)
@@ -65,6 +72,24 @@ def test_an_untouched_cached_model_loads_with_its_hash(own_cache):
     task, options, ready = own_cache
     again = task.prepare(options(), progress=False)
     assert again.loaded_from_cache and again.checkpoint == ready.checkpoint
+
+
+def test_a_cached_model_from_before_hashes_gets_them_once(own_cache, caplog):
+    """A checkpoint written before faithbench stored its hashes loads (with a warning)
+    and is sealed then: from here on an edit to it is caught."""
+    task, options, ready = own_cache
+    path = Path(ready.checkpoint_file)
+    _rewrite(path, lambda b: [b.pop("weights"), b.pop("seal", None)])
+    again = task.prepare(options(), progress=False)
+    assert again.loaded_from_cache and again.checkpoint == ready.checkpoint
+    assert "stored before faithbench kept" in caplog.text
+    blob = torch.load(path, weights_only=True)
+    assert blob["weights"] == ready.checkpoint
+    assert blob["seal"] == content_hash({"weights": ready.checkpoint,
+                                         "accuracy": ready.accuracy})
+    _rewrite(path, lambda b: b["accuracy"].update(test=0.987654321))
+    with pytest.raises(IntegrityError, match="not the one stored with its weights"):
+        task.prepare(options(), progress=False)
 
 
 # ---------------------------------------------------------------- the explanation cache
@@ -89,6 +114,27 @@ def test_an_explanation_cache_without_its_hash_is_explained_again(tmp_path, synt
     second = run(RunConfig(out=str(out), explainers=("gradient",), metrics=("flip_rate",), **FAST))
     assert second.computed == 1 and not second.failures and seal.exists()
     assert first.results[0].explainer == second.results[-1].explainer
+
+
+def test_a_cache_write_killed_before_its_hash_is_explained_again(tmp_path, synthetic_ready,
+                                                                monkeypatch):
+    """New rows beside the old rows' hash (a run killed between writing the rows and
+    their hash) are a cache miss, not a false alarm that blocks every later run."""
+    config = RunConfig(out=str(tmp_path), limit=6, progress=False)
+    explainer = resolve_explainer("gradient")
+    session = open_session("synthetic", config)
+    want = session.explain(explainer)  # rows and their hash
+
+    def killed(path, write):
+        raise OSError("killed")
+
+    monkeypatch.setattr(session_module, "atomic_write", killed)
+    with pytest.raises(OSError, match="killed"):
+        session.store(explainer, Explained([[-s for s in r] for r in want.scores],
+                                           want.targets, 0.0))
+    monkeypatch.undo()
+    assert open_session("synthetic", config).cached(explainer) is None
+    assert open_session("synthetic", config).explain(explainer).scores == want.scores
 
 
 # ---------------------------------------------------------------- entries
@@ -162,10 +208,51 @@ def test_an_edited_estimate_is_refused_or_ignored(entry):
         read_entries(entry.parent)
 
 
+@pytest.mark.parametrize("edit", ["checkpoints", "data_fingerprint", "entry_id"])
+def test_an_edited_header_is_refused(entry, edit):
+    """The suite decides which entries are ranked together, so it must be the one the
+    results give; the entry id must be the hash of explainer and suite (a copy of an
+    entry under another id is refused)."""
+    header = json.loads((entry / "header.json").read_text())
+    (task,) = header["suite"]
+    if edit == "entry_id":
+        header["entry_id"] = "0123456789abcdef"
+        entry = entry.rename(entry.with_name(header["entry_id"]))
+    else:
+        header["suite"][task][edit] = ["0" * 16] if edit == "checkpoints" else "0" * 16
+    (entry / "header.json").write_text(json.dumps(header))
+    with pytest.raises(IntegrityError) as info:
+        read_entries(entry.parent)
+    assert str(entry / "header.json") in str(info.value)
+    assert ("entry id" if edit == "entry_id" else "suite") in str(info.value)
+
+
+def test_the_cli_refuses_an_edited_entry_with_exit_2(entry, capsys):
+    rows = read_jsonl(entry / "per_example.jsonl")
+    write_jsonl_atomic(entry / "per_example.jsonl", [{**rows[0], "value": 1.0}, *rows[1:]])
+    assert main(["leaderboard", "--entries", str(entry.parent)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and str(entry / "per_example.jsonl") in err
+    assert "Traceback" not in err
+
+
 # ---------------------------------------------------------------- rendering
 
 HOSTILE_NAMES = ["a|b", "line\nbreak | forged | 1.000 |", "<script>x</script>", 'q,"uote"',
-                 "tab\there"]
+                 "tab\there", "x\\|y", "end\\", "<img src=x onerror=alert(1)>", "\n# x"]
+
+
+def gfm_cells(line: str) -> int:
+    """Cells of a GitHub Markdown table row, split as GFM does: at each ``|`` that is not
+    part of a backslash escape (a backslash escapes the next character, itself included)."""
+    count, i = 0, 0
+    while i < len(line):
+        if line[i] == "\\":
+            i += 2
+            continue
+        count += line[i] == "|"
+        i += 1
+    return count - 1
 
 
 def _rows():
@@ -180,8 +267,8 @@ def test_no_name_changes_a_tables_shape():
     rows = _rows()
     markdown = render_leaderboard(rows, "markdown").split("\n\n")[0].splitlines()
     assert len(markdown) == 2 + len(rows)
-    for line in markdown:  # every line has the same number of unescaped pipes
-        assert line.replace("\\|", "").count("|") == markdown[0].count("|")
+    assert {gfm_cells(line) for line in markdown} == {7}
+    assert "<script" not in "".join(markdown) and "<img" not in "".join(markdown)
     table = render_leaderboard(rows, "table").split("\n\n")[0].splitlines()
     assert len(table) == 2 + len(rows)
     parsed = list(csv.reader(io.StringIO(render_leaderboard(rows, "csv"))))
@@ -189,3 +276,16 @@ def test_no_name_changes_a_tables_shape():
     column = parsed[0].index("explainer")
     assert [p[column] for p in parsed[1:]] == HOSTILE_NAMES  # CSV keeps names exactly
     assert not any(math.isnan(float(p[parsed[0].index("mean")])) for p in parsed[1:])
+
+
+def test_no_name_adds_a_line_to_a_comparisons_notes():
+    row = {"task": "t@1", "family": "faithfulness", "metric": "m@1", "direction": "higher",
+           "a_entry": "e1", "b_entry": "e2", "n": 3, "undefined": 0, "mean_a": 0.5,
+           "mean_b": 0.4, "diff": 0.1, "ci_low": 0.05, "ci_high": 0.15, "ci_method": "bootstrap",
+           "n_seeds": 1, "p_value": 0.01, "p_holm": 0.01, "test": "sign-flip exact",
+           "better": "a", "confidence": 0.95}
+    for fmt in ("markdown", "table"):
+        plain = render_comparison([{**row, "a": "a", "b": "b"}], fmt).splitlines()
+        hostile = render_comparison([{**row, "a": "a\n# x", "b": "<b>b</b>"}], fmt).splitlines()
+        assert len(hostile) == len(plain) and not any(line.startswith("#") for line in hostile)
+        assert fmt != "markdown" or "<b>" not in "".join(hostile)

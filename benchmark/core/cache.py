@@ -60,26 +60,43 @@ def weights_hash(state_dict, length: int = 16) -> str:
     return digest.hexdigest()[:length]
 
 
-def verified_weights(path: Path, model, saved: dict, *, fraction_accuracy: bool = True) -> str:
-    """The weights hash of ``model`` just loaded from ``path``, which must be the hash
-    stored beside the weights (``saved["weights"]``), with a stored accuracy of finite
-    numbers (fractions in [0, 1] where ``fraction_accuracy``): else an IntegrityError
-    naming the file. A file from before hashes were stored gets its hash now, once."""
-    found = weights_hash(model.state_dict())
+def sealed(blob: dict) -> dict:
+    """``blob`` (a checkpoint's dict: "weights" hash, "accuracy") with the hash that binds
+    its accuracy to its weights, so an accuracy edited in the file is caught on load."""
+    return {**blob, "seal": content_hash({"weights": blob["weights"],
+                                          "accuracy": blob["accuracy"]})}
+
+
+def verified_weights(path: Path, model, saved: dict, *, fraction_accuracy: bool = True,
+                     checkpoint: str | None = None) -> str:
+    """The weights hash of ``model`` just loaded from ``path`` (``checkpoint``, where the
+    caller has it already), which must be the hash stored beside the weights
+    (``saved["weights"]``), with a stored accuracy of finite numbers (fractions in [0, 1]
+    where ``fraction_accuracy``) that is the one sealed with them (``sealed``): else an
+    IntegrityError naming the file. A file from before hashes were stored gets them now,
+    once."""
+    found = checkpoint or weights_hash(model.state_dict())
+    fix = f"delete {path}: the next run trains (or evaluates) the model again"
     recorded = saved.get("weights")
     if recorded is not None and recorded != found:
         raise IntegrityError(path, f"its weights hash {found} is not the {recorded} stored "
-                             "with them", f"delete {path} to train the model again")
+                             "with them", fix)
     accuracy = saved.get("accuracy")
     if not isinstance(accuracy, dict) or not all(
             isinstance(v, (int, float)) and math.isfinite(v)
             and (not fraction_accuracy or 0.0 <= v <= 1.0) for v in accuracy.values()):
         raise IntegrityError(path, f"its stored accuracy {accuracy!r} is not a set of "
-                             "finite fractions", f"delete {path} to train the model again")
-    if recorded is None:
-        log.warning("%s: stored before faithbench kept a weights hash; its hash %s is "
-                    "stored now and checked from here on", path, found)
-        atomic_write(path, lambda tmp: torch.save({**saved, "weights": found}, tmp))
+                             "finite fractions", fix)
+    if recorded is not None and "seal" in saved and sealed(saved)["seal"] != saved["seal"]:
+        raise IntegrityError(path, f"its stored accuracy {accuracy!r} is not the one "
+                             "stored with its weights", fix)
+    if recorded is None or "seal" not in saved:
+        log.warning("%s: stored before faithbench kept its weights hash and accuracy seal; "
+                    "they are stored now and checked from here on", path)
+        try:
+            atomic_write(path, lambda tmp: torch.save(sealed({**saved, "weights": found}), tmp))
+        except OSError as exc:  # a read-only cache: checked again next time
+            log.warning("%s: could not store its hashes (%s)", path, exc)
     return found
 
 
