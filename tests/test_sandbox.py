@@ -463,7 +463,7 @@ def test_the_sandbox_flag_reaches_the_workers_of_validate(tmp_path, snooper):
     so it passes; without the flag it fails on the secret it read."""
     if confine.bwrap() is None and os.environ.get("CI") != "true":
         pytest.skip("bubblewrap (bwrap) is not installed")
-    plugin, out = snooper
+    plugin, _ = snooper
 
     def validate(*flags):
         return subprocess.run([sys.executable, "-m", "benchmark.cli", "validate", plugin, *flags],

@@ -21,6 +21,7 @@ example of up to ``BUDGET_TOKENS`` tokens, and as much again per
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
@@ -179,6 +180,7 @@ class Worker:
                                           self.scratch) + cmd
         else:
             confine.become_subreaper()
+            _warn_without_landlock()
         env = {**os.environ, "OMP_NUM_THREADS": str(self.box.threads), "HOME": str(self.scratch),
                "PYTHONDONTWRITEBYTECODE": "1"}
         if self.box.sandbox:
@@ -306,6 +308,13 @@ class Worker:
                     pass
             _remove(self.scratch)
             self.process = self.fd_in = self.fd_out = self.scratch = None
+
+
+@functools.cache
+def _warn_without_landlock() -> None:
+    if confine.landlock_abi() < 1:
+        log.warning("this kernel has no Landlock (Linux >= 5.13): plugin workers can write "
+                    "your files, results included; use --sandbox for plugins you do not trust")
 
 
 def _readable(ref: str | None) -> list[Path]:
