@@ -241,6 +241,22 @@ def test_a_daemon_the_plugin_forked_does_not_outlive_its_worker(hostile_run):
     assert _running(DAEMON) == []
 
 
+def test_closing_a_worker_spares_the_callers_own_processes(model, batch):
+    """The daemon dies with its worker; a process the caller started in a session of its
+    own (e.g. a notebook's server) before the worker ran is not the worker's to kill."""
+    b, target = batch
+    mine = subprocess.Popen(["sleep", "617.5"], start_new_session=True)
+    try:
+        with plugin_caller(load_explainer(hostile("forks_daemon")), model,
+                           time_budget_s=30.0) as caller:
+            caller.explain(b, target, seed=0)
+        assert _running(DAEMON) == []
+        assert mine.poll() is None
+    finally:
+        mine.kill()
+        mine.wait()
+
+
 class _Allocates:
     def __init__(self, gib: float):
         from benchmark.core.api import ExplainerSpec

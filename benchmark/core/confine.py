@@ -158,6 +158,13 @@ def become_subreaper() -> bool:
     return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
 
+def outside_children() -> set[int]:
+    """Our children in another session now (the caller's own, e.g. a server it started
+    with a session of its own): ``kill_orphans`` must keep them."""
+    me, session = os.getpid(), os.getsid(0)
+    return {pid for pid, ppid, sid in _processes() if ppid == me and sid != session}
+
+
 def kill_orphans(keep: set[int]) -> list[int]:
     """Kill our children that left our session (a plugin's daemons, re-parented here)
     except ``keep``; repeat until none is left. Returns the pids killed."""

@@ -160,6 +160,7 @@ class Worker:
         self.name = ref if explainer is None else explainer.spec.name
         self.model, self.time_budget_s, self.box = model, time_budget_s, box
         self.process = self.scratch = None
+        self.keep: set[int] = set()
         self.fd_in = self.fd_out = None  # ours: we write to fd_out, read from fd_in
         self.stats = {"starts": 0, "start_s": 0.0, "plugin_s": 0.0, "cpu_s": 0.0, "calls": 0}
 
@@ -180,6 +181,7 @@ class Worker:
                                           self.scratch) + cmd
         else:
             confine.become_subreaper()
+            self.keep = confine.outside_children()  # not ours to kill at close
             _warn_without_landlock()
         env = {**os.environ, "OMP_NUM_THREADS": str(self.box.threads), "HOME": str(self.scratch),
                "PYTHONDONTWRITEBYTECODE": "1"}
@@ -299,7 +301,7 @@ class Worker:
                 pass
             self.process.wait()
             _LIVE.discard(self.process.pid)
-            confine.kill_orphans(keep=_LIVE)
+            confine.kill_orphans(keep=_LIVE | self.keep)
         finally:
             for fd in (self.fd_in, self.fd_out):
                 try:
