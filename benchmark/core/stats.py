@@ -461,11 +461,8 @@ def seed_estimate(
     if v.ndim != 2 or v.size == 0:
         raise ValueError("seed_estimate needs a non-empty (seeds, examples) matrix")
     _finite(v, "seed_estimate")
-    if v.shape[0] == 1:  # the numbers two_level_bootstrap gives, in a third of the time
-        b = bootstrap(v[0], n_resamples=n_resamples, alpha=alpha, seed=seed)
-        return SeedEstimate(mean=b.mean, ci_low=b.ci_low, ci_high=b.ci_high, n=b.n,
-                            n_resamples=n_resamples, confidence=b.confidence,
-                            bootstrap_seed=seed, method=BOOTSTRAP, **_spread([b.mean]))
+    if v.shape[0] == 1:  # two_level_bootstrap takes the 1-d bootstrap's path for one row
+        return two_level_bootstrap(v, n_resamples=n_resamples, alpha=alpha, seed=seed)
     return _seed_t(seed_interval.seed_parts(v), (float(row.mean()) for row in v),
                    n_resamples=n_resamples, alpha=alpha, seed=seed)
 
