@@ -376,7 +376,7 @@ def test_the_budget_counts_the_plugin_call_only(model):
             caller.explain(stuck, torch.tensor([0]), seed=0)  # killed by the parent
         assert caller.process is None
         caller.explain(one, torch.tensor([0]), seed=0)  # a fresh worker, not counted
-        assert caller.stats["starts"] == 2
+        assert caller.starts == 2
 
 
 # ---------------------------------------------------------------- --sandbox

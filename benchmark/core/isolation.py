@@ -30,7 +30,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,13 +161,12 @@ class Worker:
         self.process = self.scratch = None
         self.keep: set[int] = set()
         self.fd_in = self.fd_out = None  # ours: we write to fd_out, read from fd_in
-        self.stats = {"starts": 0, "start_s": 0.0, "plugin_s": 0.0, "cpu_s": 0.0, "calls": 0}
+        self.starts = 0  # workers started (a kill after an overrun starts another)
 
     # -- start and load --------------------------------------------------------------
 
     def start(self) -> dict:
         """Start the worker and wait until it has loaded the explainer; its spec (data)."""
-        began = time.perf_counter()
         self.scratch = Path(tempfile.mkdtemp(prefix="faithbench-worker-"))
         init_file = self.scratch / "init.pt"
         torch.save({"model": self.model, "explainer": self.obj}, init_file)
@@ -203,8 +201,7 @@ class Worker:
             "scratch": str(self.scratch), "memory_bytes": memory, "threads": self.box.threads,
             "parent_pid": None if self.box.sandbox else os.getpid()})
         header, _ = self._answer(LOAD_TIMEOUT_S, "load", (), during="loading")
-        self.stats["starts"] += 1
-        self.stats["start_s"] += time.perf_counter() - began
+        self.starts += 1
         return header.get("spec")
 
     def _answer(self, timeout: float, stage: str, ids, *, during: str):
@@ -260,9 +257,6 @@ class Worker:
         if header is None:
             raise over_budget(self.name, self.time_budget_s, batch)
         took = _seconds(header.get("wall_s"))
-        self.stats["calls"] += 1
-        self.stats["plugin_s"] += took
-        self.stats["cpu_s"] += _seconds(header.get("cpu_s"))
         if header.get("op") == "over_budget":  # stopped by the worker's alarm
             raise over_budget(self.name, self.time_budget_s, batch)
         if limit is not None and took > limit:  # finished, too late
