@@ -1,3 +1,2 @@
-"""faithbench engine: the public plugin surface lives in ``benchmark.core.api``."""
-
-__version__ = "0.1.0"
+"""The engine: runner, sessions, plans, verbs and the core (api, engine, stats, isolation).
+Plugin authors import ``faithbench.api`` instead."""

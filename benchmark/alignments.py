@@ -13,18 +13,18 @@ from pathlib import Path
 
 import torch
 
-import tasks as task_registry
-from benchmark.core import stats
-from benchmark.core.api import ALIGNMENT
-from benchmark.core.cache import content_hash
-from benchmark.core.errors import DataFileError, InputError
-from benchmark.core.links import chosen, link_counts, symmetrize, transpose
-from benchmark.core.provenance import environment
-from benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic
-from benchmark.plan import RunConfig
-from benchmark.runner import resolve_explainer
-from benchmark.session import confinement, open_session, task_options
-from leaderboard.suite import MODEL_FREE
+from faithbench import tasks as task_registry
+from faithbench.benchmark.core import stats
+from faithbench.benchmark.core.api import ALIGNMENT
+from faithbench.benchmark.core.cache import content_hash
+from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.benchmark.core.links import chosen, link_counts, symmetrize, transpose
+from faithbench.benchmark.core.provenance import environment
+from faithbench.benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.runner import resolve_explainer
+from faithbench.benchmark.session import confinement, open_session, task_options
+from faithbench.leaderboard.suite import MODEL_FREE
 
 
 def alignment_task(name: str):
@@ -94,7 +94,7 @@ def score_alignments(task: str, alignments: str, config: RunConfig, *,
     ``submit_as`` writes them as a leaderboard entry of that name under ``entries``: no
     model made the links, so its suite names the data and split but no checkpoint. Only
     the gold is read: no parallel corpus is needed."""
-    from metrics.alignment import AER_METRIC, PRECISION_METRIC, RECALL_METRIC
+    from faithbench.metrics.alignment import AER_METRIC, PRECISION_METRIC, RECALL_METRIC
 
     chosen_task = alignment_task(task)  # the gold only: no model is prepared
     split = chosen_task.spec.split(config.split)
@@ -112,7 +112,7 @@ def score_alignments(task: str, alignments: str, config: RunConfig, *,
         out.append({"metric": metric.spec.name, "direction": metric.spec.direction,
                     **est.as_dict()})
     if submit_as:
-        from leaderboard.entry import write_entry
+        from faithbench.leaderboard.entry import write_entry
 
         if not entries:
             raise InputError("--submit-as needs --entries DIR (the leaderboard folder)")

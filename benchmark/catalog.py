@@ -1,9 +1,9 @@
 """What is registered: tasks, reference explainers and metrics, with canonical ids."""
 
-import metrics as metric_registry
-import submissions
-import tasks as task_registry
-from benchmark.runner import resolve_explainer
+from faithbench import metrics as metric_registry
+from faithbench import submissions
+from faithbench import tasks as task_registry
+from faithbench.benchmark.runner import resolve_explainer
 
 
 def level(spec) -> str:

@@ -12,13 +12,13 @@ import logging
 import sys
 from pathlib import Path
 
-from benchmark.core.errors import FaithbenchError, InputError
-from benchmark.core.executor import EXECUTORS
-from benchmark.core.isolation import ISOLATION
-from benchmark.core.names import FAMILIES
-from benchmark.plan import DEFAULT_OUT, RunConfig
-from leaderboard.render import safe_table
-from leaderboard.suite import selection_label
+from faithbench.benchmark.core.errors import FaithbenchError, InputError
+from faithbench.benchmark.core.executor import EXECUTORS
+from faithbench.benchmark.core.isolation import ISOLATION
+from faithbench.benchmark.core.names import FAMILIES
+from faithbench.benchmark.plan import DEFAULT_OUT, RunConfig
+from faithbench.leaderboard.render import safe_table
+from faithbench.leaderboard.suite import selection_label
 
 EPILOGS = {
     "run": """examples:
@@ -350,7 +350,7 @@ def _print_checks(checks) -> bool:
 
 def _matrix(entries, task, fmt, *, family=None, sort_by=None, metrics=None) -> str:
     """Explainers x metrics; sorted by ``sort_by`` where it names one metric, else the first."""
-    from leaderboard.render import render_matrix
+    from faithbench.leaderboard.render import render_matrix
 
     try:
         return render_matrix(entries, task, fmt, family=family, sort_by=sort_by, metrics=metrics)
@@ -364,7 +364,7 @@ def _metric_ids(names) -> list[str]:
     """Canonical ids of registered metric names (``comprehensiveness`` is its default
     parameters, ``comprehensiveness[eraser=mask]`` the mask variant), so a column is
     one metric; a name the registry does not know is kept and matched as given."""
-    import metrics as metric_registry
+    from faithbench import metrics as metric_registry
 
     out = []
     for name in names:
@@ -376,7 +376,7 @@ def _metric_ids(names) -> list[str]:
 
 
 def _print_summary(summary) -> None:
-    from leaderboard.entry import read_entries
+    from faithbench.leaderboard.entry import read_entries
 
     for task, acc in summary.accuracy.items():
         print(f"model {task}: accuracy " + ", ".join(f"{k} {v:.4f}" for k, v in acc.items()))
@@ -433,7 +433,7 @@ def _check_names(args, config: RunConfig) -> None:
     prepares a model: a typo is bad input (exit 2), whichever kind of name it is."""
     from dataclasses import replace
 
-    from benchmark.runner import check_names
+    from faithbench.benchmark.runner import check_names
 
     task = getattr(args, "task", None)
     refs = [r for r in (getattr(args, "explainer", None), getattr(args, "submission", None)) if r]
@@ -449,30 +449,30 @@ def dispatch(args) -> int:
         raise InputError("--sample is not supported by align and score --alignments, which "
                          "read gold pairs in file order; use --limit N (the first N pairs)")
     if args.verb == "run":
-        from benchmark.runner import run
+        from faithbench.benchmark.runner import run
 
         summary = run(config)
         _print_summary(summary)
         return summary.exit_code
     if args.verb == "explain":
-        from benchmark.verbs import explain_to_file
+        from faithbench.benchmark.verbs import explain_to_file
 
         n = explain_to_file(args.task, args.explainer, args.out, config)
         print(f"wrote {n} explanations ({selection_label(config.as_dict())} of the split) "
               f"to {args.out}")
         return 0
     if args.verb == "score":
-        from benchmark.verbs import score_file
+        from faithbench.benchmark.verbs import score_file
 
         if args.alignments:
-            from benchmark.alignments import score_alignments
+            from faithbench.benchmark.alignments import score_alignments
 
             rows = score_alignments(args.task, args.alignments, config,
                                     submit_as=args.submit_as, entries=args.entries)
         else:
             rows = score_file(args.task, args.explanations, config, args.per_example)
         if getattr(args, "summary", None):
-            from benchmark.core.records import write_jsonl_atomic
+            from faithbench.benchmark.core.records import write_jsonl_atomic
             write_jsonl_atomic(Path(args.summary), rows)
         files = [(r["explanations"],) if "explanations" in r else () for r in rows]
         print(safe_table([(*f, r["metric"], r["direction"], f"{r['mean']:.4f}",
@@ -482,7 +482,7 @@ def dispatch(args) -> int:
                                 "mean", "95% CI", "n"]))
         return 0
     if args.verb == "align":
-        from benchmark.alignments import align_to_file
+        from faithbench.benchmark.alignments import align_to_file
 
         n = align_to_file(args.task, args.explainer, args.out, config, links=args.links,
                           fraction=args.fraction, aligner=args.aligner, combine=args.symmetrize,
@@ -490,17 +490,17 @@ def dispatch(args) -> int:
         print(f"wrote alignments of {n} sentence pairs to {args.out}")
         return 0
     if args.verb == "predict":
-        from benchmark.verbs import predict
+        from faithbench.benchmark.verbs import predict
 
         for row in predict(args.task, args.input, config):
             print(json.dumps(row))
         return 0
     if args.verb == "validate":
-        from benchmark.verbs import validate_plugin
+        from faithbench.benchmark.verbs import validate_plugin
 
         return 0 if _print_checks(validate_plugin(args.submission, config)) else 1
     if args.verb == "submit":
-        from benchmark.verbs import submit
+        from faithbench.benchmark.verbs import submit
 
         checks, summary = submit(args.submission, config)
         if not _print_checks(checks) or summary is None:
@@ -509,9 +509,9 @@ def dispatch(args) -> int:
         _print_summary(summary)
         return summary.exit_code
     if args.verb == "leaderboard":
-        from leaderboard.entry import read_entries
-        from leaderboard.rank import rank
-        from leaderboard.render import render_leaderboard
+        from faithbench.leaderboard.entry import read_entries
+        from faithbench.leaderboard.rank import rank
+        from faithbench.leaderboard.render import render_leaderboard
 
         entries = read_entries(args.entries)
         if not entries:
@@ -529,15 +529,15 @@ def dispatch(args) -> int:
                                           family=args.family), args.format))
         return 0
     if args.verb == "compare":
-        from leaderboard.compare import compare
-        from leaderboard.entry import find_entry
-        from leaderboard.render import render_comparison
+        from faithbench.leaderboard.compare import compare
+        from faithbench.leaderboard.entry import find_entry
+        from faithbench.leaderboard.render import render_comparison
 
         a, b = find_entry(args.entries, args.a), find_entry(args.entries, args.b)
         print(render_comparison(compare(a, b, task=args.task, metric=args.metric), args.format))
         return 0
     if args.verb == "agreement":
-        from benchmark.verbs import agreement
+        from faithbench.benchmark.verbs import agreement
 
         rows, path, failures = agreement(args.task, config, k_frac=args.k_frac)
         _print_agreement(rows)
@@ -547,7 +547,7 @@ def dispatch(args) -> int:
             print(f"FAILED: {f.message}", file=sys.stderr)
         return 1 if failures else 0
     if args.verb == "roar":
-        from benchmark.roar import SweepConfig, report, sweep
+        from faithbench.benchmark.roar import SweepConfig, report, sweep
 
         rows = sweep(config, SweepConfig(ratios=tuple(args.ratios), recursive=args.recursive,
                                          leakage=not args.no_leakage,
@@ -557,7 +557,7 @@ def dispatch(args) -> int:
         print(f"rows: {config.out}/roar/rows.jsonl")
         return 0
     if args.verb == "list":
-        from benchmark.catalog import catalog
+        from faithbench.benchmark.catalog import catalog
 
         for title, rows, headers in catalog():
             print(f"{title}\n{safe_table(rows, headers=headers)}\n")

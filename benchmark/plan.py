@@ -19,8 +19,8 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass
 
-from benchmark.core.cache import content_hash
-from benchmark.core.errors import InputError
+from faithbench.benchmark.core.cache import content_hash
+from faithbench.benchmark.core.errors import InputError
 
 DEFAULT_OUT = "faithbench-results"
 

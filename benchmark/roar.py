@@ -11,22 +11,22 @@ k = 1 a model trained with every token masked, the end points both curves share.
 the previous one (Madsen et al.), keeping what the previous step masked.
 
 Every retraining is a job named by content (its model's cache key). Jobs run through
-an executor (``benchmark.core.executor``: in-process, pool, Ray); as each finishes its
+an executor (``faithbench.benchmark.core.executor``: in-process, pool, Ray); as each finishes its
 model goes into the cache and its row into ``<out>/roar/rows.jsonl``, so a killed
 sweep loses only the jobs in flight, and a finished one reruns as a report.
 
 Beside every point a row holds the original model's accuracy and probability drop on
 the same masked inputs (erasure without retraining) and the Mahalanobis AUROC of
 clean against masked test inputs on the original and on the retrained model
-(``metrics.ood``). Both detectors are fitted on *clean* validation inputs: for the
+(``faithbench.metrics.ood``). Both detectors are fitted on *clean* validation inputs: for the
 original model that is its training distribution; the retrained model never saw clean
 inputs, so ``auroc_retrained`` says how differently it represents clean and masked
 inputs, not whether masked inputs are out of its own training distribution.
 
 The leakage check trains a model on the mask pattern alone
-(``metrics.masking.MaskPattern``) for the first ``leakage_seeds`` seeds and compares
+(``faithbench.metrics.masking.MaskPattern``) for the first ``leakage_seeds`` seeds and compares
 it, example by example, with a model that sees only the length and with the random
-mask's pattern model (``benchmark.roar_report.leakage_cells``).
+mask's pattern model (``faithbench.benchmark.roar_report.leakage_cells``).
 """
 
 from __future__ import annotations
@@ -39,19 +39,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import submissions
-import tasks as task_registry
-from benchmark.core.api import CLASSIFICATION, PAIR_CLASSIFICATION, TaskOptions
-from benchmark.core.cache import atomic_write, cache_dir, content_hash
-from benchmark.core.errors import InputError
-from benchmark.core.executor import make_executor
-from benchmark.core.records import append_jsonl, read_jsonl
-from benchmark.plan import RunConfig
-from benchmark.roar_report import ALL, CLEAN, LENGTH, RANDOM, report  # noqa: F401
-from benchmark.runner import resolve_explainer, serviceable
-from benchmark.session import EvaluationSession, Explained, confinement, task_options
-from metrics.masking import MaskPattern, RandomMask, RecursiveMask, TopKMask
-from metrics.ood import Mahalanobis, auroc, hidden_states
+from faithbench import submissions
+from faithbench import tasks as task_registry
+from faithbench.benchmark.core.api import CLASSIFICATION, PAIR_CLASSIFICATION, TaskOptions
+from faithbench.benchmark.core.cache import atomic_write, cache_dir, content_hash
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.executor import make_executor
+from faithbench.benchmark.core.records import append_jsonl, read_jsonl
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.roar_report import ALL, CLEAN, LENGTH, RANDOM, report  # noqa: F401
+from faithbench.benchmark.runner import resolve_explainer, serviceable
+from faithbench.benchmark.session import EvaluationSession, Explained, confinement, task_options
+from faithbench.metrics.masking import MaskPattern, RandomMask, RecursiveMask, TopKMask
+from faithbench.metrics.ood import Mahalanobis, auroc, hidden_states
 
 log = logging.getLogger(__name__)
 

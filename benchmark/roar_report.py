@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from benchmark.core.stats import (
+from faithbench.benchmark.core.stats import (
     ALPHA,
     N_RESAMPLES,
     PairedDifference,
@@ -18,7 +18,7 @@ from benchmark.core.stats import (
     seed_estimate,
     sign_flip_test,
 )
-from leaderboard.render import safe_table
+from faithbench.leaderboard.render import safe_table
 
 RANDOM, CLEAN, ALL, LENGTH = "random", "none", "all", "length"
 

@@ -7,7 +7,7 @@ so an interrupted run — even ``kill -9`` — resumes exactly: finished units a
 skipped and none is written twice. Explanations are cached per (model,
 explainer) the same way, so a resumed run does not explain again. Runs into one
 ``--out`` at the same time claim each (model, explainer) before computing it
-(``benchmark.core.claims``): the second waits, then takes what the first wrote.
+(``faithbench.benchmark.core.claims``): the second waits, then takes what the first wrote.
 """
 
 from __future__ import annotations
@@ -25,17 +25,17 @@ from importlib.metadata import entry_points
 from itertools import groupby
 from pathlib import Path
 
-import metrics as metric_registry
-import submissions
-import tasks as task_registry
-from benchmark import plan
-from benchmark.core.api import Explainer, capabilities
-from benchmark.core.cache import content_hash
-from benchmark.core.claims import claim
-from benchmark.core.errors import InputError, PluginError, UnknownNameError
-from benchmark.core.isolation import Confinement
-from benchmark.core.plugins import ENTRY_POINT_GROUP, load_explainer
-from benchmark.core.records import (
+from faithbench import metrics as metric_registry
+from faithbench import submissions
+from faithbench import tasks as task_registry
+from faithbench.benchmark import plan
+from faithbench.benchmark.core.api import Explainer, capabilities
+from faithbench.benchmark.core.cache import content_hash
+from faithbench.benchmark.core.claims import claim
+from faithbench.benchmark.core.errors import InputError, PluginError, UnknownNameError
+from faithbench.benchmark.core.isolation import Confinement
+from faithbench.benchmark.core.plugins import ENTRY_POINT_GROUP, load_explainer
+from faithbench.benchmark.core.records import (
     FailureRecord,
     ResultRecord,
     append_jsonl,
@@ -43,9 +43,14 @@ from benchmark.core.records import (
     read_results,
     write_jsonl_atomic,
 )
-from benchmark.plan import RunConfig
-from benchmark.session import EvaluationSession, confinement, open_session, per_example_rows
-from leaderboard.suite import selection_label
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.session import (
+    EvaluationSession,
+    confinement,
+    open_session,
+    per_example_rows,
+)
+from faithbench.leaderboard.suite import selection_label
 
 log = logging.getLogger(__name__)
 
@@ -326,7 +331,7 @@ def write_entries(config: RunConfig, summary: RunSummary) -> list[Path]:
     metrics alone; ``write_entry`` removes the explainer's earlier entries on the same
     tasks, so a rerun on other examples replaces its entry instead of adding one.
     """
-    from leaderboard.entry import write_entry
+    from faithbench.leaderboard.entry import write_entry
 
     failed = {f.explainer for f in summary.failures}
     suites = {(r.explainer, _suite_key(r)) for r in summary.results}

@@ -8,7 +8,7 @@ scores, and builds records and their provenance.
 
 Data flows one way: ``open_session`` (task -> prepared model) -> ``explain`` ->
 ``score`` -> ``record``. Nothing here knows a concrete task: it sees the
-``benchmark.core.api.PreparedTask`` protocol only.
+``faithbench.api.PreparedTask`` protocol only.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-import tasks as task_registry
-from benchmark.core.api import (
+from faithbench import tasks as task_registry
+from faithbench.benchmark.core.api import (
     Example,
     Explainer,
     MetricInput,
@@ -33,16 +33,21 @@ from benchmark.core.api import (
     TaskOptions,
     TrainingInput,
 )
-from benchmark.core.cache import atomic_write, cache_dir, content_hash, file_hash
-from benchmark.core.errors import InputError, IntegrityError
-from benchmark.core.executor import make_executor
-from benchmark.core.isolation import Confinement, is_reference, plugin_caller
-from benchmark.core.perturb import Perturber
-from benchmark.core.provenance import environment
-from benchmark.core.records import ResultRecord, append_jsonl, read_jsonl, write_jsonl_atomic
-from benchmark.core.stats import as_estimate, bootstrap, corpus_bootstrap
-from benchmark.core.validation import model_eval, spot_check
-from benchmark.plan import RunConfig, Unit, select, unit_key
+from faithbench.benchmark.core.cache import atomic_write, cache_dir, content_hash, file_hash
+from faithbench.benchmark.core.errors import InputError, IntegrityError
+from faithbench.benchmark.core.executor import make_executor
+from faithbench.benchmark.core.isolation import Confinement, is_reference, plugin_caller
+from faithbench.benchmark.core.perturb import Perturber
+from faithbench.benchmark.core.provenance import environment
+from faithbench.benchmark.core.records import (
+    ResultRecord,
+    append_jsonl,
+    read_jsonl,
+    write_jsonl_atomic,
+)
+from faithbench.benchmark.core.stats import as_estimate, bootstrap, corpus_bootstrap
+from faithbench.benchmark.core.validation import model_eval, spot_check
+from faithbench.benchmark.plan import RunConfig, Unit, select, unit_key
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +177,7 @@ class EvaluationSession:
         unit (weights, seed, data fingerprint, split, limit, explainer: ``unit_key``): a
         resumed run, or another verb on the same ``--out``, does not explain again.
         Raises PluginError on the first bad batch; each call is guarded
-        (``benchmark.core.isolation``).
+        (``faithbench.benchmark.core.isolation``).
         """
         cache = cache and not self.from_file
         found = self.cached(explainer) if cache else None

@@ -1,7 +1,7 @@
 """The verbs that work on one task and a file (explain, score, predict), on one task
 and several explainers (agreement), and on one plugin (validate, submit). Each CLI
 verb calls one function here or in runner; every one of them works through an
-evaluation session (``benchmark.session``), which does the setup.
+evaluation session (``faithbench.benchmark.session``), which does the setup.
 """
 
 from __future__ import annotations
@@ -12,22 +12,22 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-import submissions
-import tasks as task_registry
-from benchmark.core import stats
-from benchmark.core.cache import content_hash
-from benchmark.core.errors import DataFileError, InputError, PluginError
-from benchmark.core.isolation import plugin_caller
-from benchmark.core.records import (
+from faithbench import submissions
+from faithbench import tasks as task_registry
+from faithbench.benchmark.core import stats
+from faithbench.benchmark.core.cache import content_hash
+from faithbench.benchmark.core.errors import DataFileError, InputError, PluginError
+from faithbench.benchmark.core.isolation import plugin_caller
+from faithbench.benchmark.core.records import (
     AgreementRecord,
     FailureRecord,
     append_jsonl,
     read_jsonl,
     write_jsonl_atomic,
 )
-from benchmark.core.validation import CheckResult, run_checks
-from benchmark.plan import RunConfig
-from benchmark.runner import (
+from faithbench.benchmark.core.validation import CheckResult, run_checks
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.runner import (
     RunSummary,
     check_explainer,
     metrics_for,
@@ -36,8 +36,8 @@ from benchmark.runner import (
     run,
     serviceable,
 )
-from benchmark.session import confinement, open_session, per_example_rows
-from metrics.agreement import agreement_matrix, check_k_frac
+from faithbench.benchmark.session import confinement, open_session, per_example_rows
+from faithbench.metrics.agreement import agreement_matrix, check_k_frac
 
 
 def explain_to_file(task: str, explainer: str, out_file: str, config: RunConfig) -> int:

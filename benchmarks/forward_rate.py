@@ -3,7 +3,7 @@ reports its numbers beside."""
 
 import time
 
-from benchmark.core.perturb import Perturber
+from faithbench.benchmark.core.perturb import Perturber
 
 
 def best_forward_rows_per_s(model, batches, chunks) -> float:

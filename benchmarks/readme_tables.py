@@ -21,7 +21,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from benchmark.cli import main as faithbench
+from faithbench.benchmark.cli import main as faithbench
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 PREFIX = "`faithbench leaderboard "

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from forward_rate import best_forward_rows_per_s
 
-import submissions
-from benchmark.core.api import TaskOptions
-from benchmark.plan import RunConfig
-from benchmark.runner import resolve_explainer
-from benchmark.session import EvaluationSession
-from tasks.alignment import TASK
+from faithbench import submissions
+from faithbench.benchmark.core.api import TaskOptions
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.runner import resolve_explainer
+from faithbench.benchmark.session import EvaluationSession
+from faithbench.tasks.alignment import TASK
 
 SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 DATA = os.environ.get("FAITHBENCH_DATA") or (str(SHARED_DATA) if SHARED_DATA.is_dir() else None)

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.core.api import TaskOptions
-from benchmark.core.cache import weights_hash
-from benchmark.core.executor import make_executor
-from benchmark.roar import TrainJob, train_job
-from metrics.masking import RandomMask
+from faithbench.benchmark.core.api import TaskOptions
+from faithbench.benchmark.core.cache import weights_hash
+from faithbench.benchmark.core.executor import make_executor
+from faithbench.benchmark.roar import TrainJob, train_job
+from faithbench.metrics.masking import RandomMask
 
 SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 DATA = os.environ.get("FAITHBENCH_DATA") or (str(SHARED_DATA) if SHARED_DATA.is_dir() else None)

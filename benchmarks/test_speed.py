@@ -25,13 +25,13 @@ import pytest
 import torch
 from forward_rate import best_forward_rows_per_s
 
-import metrics as metric_registry
-import submissions
-import tasks as task_registry
-from benchmark.core.perturb import Perturber
-from benchmark.plan import RunConfig
-from benchmark.runner import resolve_explainer
-from benchmark.session import EvaluationSession, open_session
+from faithbench import metrics as metric_registry
+from faithbench import submissions
+from faithbench import tasks as task_registry
+from faithbench.benchmark.core.perturb import Perturber
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.runner import resolve_explainer
+from faithbench.benchmark.session import EvaluationSession, open_session
 
 TASK = os.environ.get("FAITHBENCH_BENCH_TASK", "synthetic")
 N_EXAMPLES = int(os.environ.get("FAITHBENCH_BENCH_N", "256"))

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import torch
 
-import metrics as metric_registry
-from benchmark.core.api import MetricInput, TaskOptions
-from benchmark.core.perturb import Perturber
-from benchmark.core.vocab import collate
+from faithbench import metrics as metric_registry
+from faithbench.benchmark.core.api import MetricInput, TaskOptions
+from faithbench.benchmark.core.perturb import Perturber
+from faithbench.benchmark.core.vocab import collate
 
 SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 DATA = os.environ.get("FAITHBENCH_DATA") or (str(SHARED_DATA) if SHARED_DATA.is_dir() else None)
@@ -33,9 +33,9 @@ METRICS = ("aopc_morf", "comprehensiveness", "sufficiency", "flip_fraction", "ta
 def setup():
     if DATA is None:
         pytest.skip("needs SST-2: set FAITHBENCH_DATA or put ../shared/data beside the repo")
-    from submissions import get_explainer
-    from tasks import sentiment
-    from tasks.transformer import (
+    from faithbench.submissions import get_explainer
+    from faithbench.tasks import sentiment
+    from faithbench.tasks.transformer import (
         TransformerConfig,
         base_path,
         build_finetune,

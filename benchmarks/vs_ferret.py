@@ -61,8 +61,8 @@ def export_model(data_dir: str, target: Path, threads: int) -> str:
     """The fine-tuned SST-2 MiniLM as a Hugging Face directory; returns its weights hash."""
     import torch
 
-    import tasks
-    from benchmark.core.api import TaskOptions
+    from faithbench import tasks
+    from faithbench.benchmark.core.api import TaskOptions
     torch.set_num_threads(threads)
     ready = tasks.get_task("sentiment").prepare(
         TaskOptions(data_dir=data_dir, model="transformer", epochs=1), progress=False)
@@ -112,13 +112,13 @@ def tie_order(probes: list[list[float]], answers: list[list[int]]) -> str:
     with numpy 1.26 on both sides, up to 64 units); no option matches otherwise."""
     import numpy as np
 
-    from metrics.variants import introsort_argsort
+    from faithbench.metrics.variants import introsort_argsort
     if all(introsort_argsort(p) == a for p, a in zip(probes, answers)):
         return "introsort"
     if all(np.argsort(np.array(p)).tolist() == a for p, a in zip(probes, answers)):
         return "numpy"
     raise SystemExit("ferret's numpy orders equal scores unlike any faithbench ties option "
-                     "on this machine (see metrics.variants.TIES)")
+                     "on this machine (see faithbench.metrics.variants.TIES)")
 
 
 def faithbench_side(ferret_out: Path, args, out: Path) -> tuple[float, list, dict]:

@@ -1,11 +1,11 @@
 """The faithbench leaderboard: entries on disk, and the code that ranks, compares and
 renders them. It reads files and never runs a model; it imports only the records,
-stats, cache and errors modules of ``benchmark.core``."""
+stats, cache and errors modules of ``faithbench.benchmark.core``."""
 
-from leaderboard.compare import compare
-from leaderboard.entry import Entry, find_entry, read_entries, read_entry, write_entry
-from leaderboard.rank import rank
-from leaderboard.render import render_comparison, render_leaderboard, render_matrix
+from faithbench.leaderboard.compare import compare
+from faithbench.leaderboard.entry import Entry, find_entry, read_entries, read_entry, write_entry
+from faithbench.leaderboard.rank import rank
+from faithbench.leaderboard.render import render_comparison, render_leaderboard, render_matrix
 
 __all__ = [
     "Entry",

@@ -5,7 +5,7 @@ define count (an example where either leaves the metric undefined, NaN, is left 
 and counted in ``undefined``), and with several seeds only the examples defined under
 every shared seed; ``n`` is how many are compared. Per (task, metric):
 
-- one model seed: ``p_value`` from ``benchmark.core.stats.sign_flip_test`` on the
+- one model seed: ``p_value`` from ``faithbench.benchmark.core.stats.sign_flip_test`` on the
   per-example differences (exact when 2^n fits the resample budget), conditional on
   the checkpoint; the CI of ``diff`` = mean(a) - mean(b) is the bootstrap over examples.
 - several seeds (both entries explain the same checkpoints): ``paired_seed_test`` on
@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import math
 
-from benchmark.core.errors import InputError
-from benchmark.core.names import FAMILIES
-from benchmark.core.stats import (
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.names import FAMILIES
+from faithbench.benchmark.core.stats import (
     ALPHA,
     BOOTSTRAP,
     Aggregation,
@@ -39,9 +39,9 @@ from benchmark.core.stats import (
     settings_of,
     sign_flip_test,
 )
-from leaderboard.entry import Entry
-from leaderboard.rank import matches, scored_count, seed_matrix
-from leaderboard.suite import require_same_suite, short_name
+from faithbench.leaderboard.entry import Entry
+from faithbench.leaderboard.rank import matches, scored_count, seed_matrix
+from faithbench.leaderboard.suite import require_same_suite, short_name
 
 NO_DIFFERENCE = "no significant difference"
 
@@ -131,7 +131,7 @@ def _compare_one(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
 def _compare_corpus(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
     """A corpus-level metric, on the examples both entries scored under every shared
     seed: one seed, approximate randomization over the examples' statistics
-    (``benchmark.core.stats.paired_corpus_test``); several, ``paired_seed_test`` on
+    (``faithbench.benchmark.core.stats.paired_corpus_test``); several, ``paired_seed_test`` on
     their linearized statistics."""
     sa, sb = a.stats(task, metric), b.stats(task, metric)
     shared = sa.keys() & sb.keys()

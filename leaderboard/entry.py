@@ -1,7 +1,7 @@
 """Leaderboard entries: one folder per (explainer, suite), written atomically.
 
     <root>/<entry_id>/
-        results.jsonl      result records (benchmark.core.records), one per (task, model seed, metric)
+        results.jsonl      result records (faithbench.benchmark.core.records), one per (task, model seed, metric)
         per_example.jsonl  {"task", "model_seed", "metric", "id", "value"} rows behind them
                            (and "stats" for a corpus-level metric)
         header.json        written last: schema_version, entry_id, explainer, explainer_name,
@@ -43,11 +43,16 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmark.core.cache import atomic_write, content_hash, file_hash
-from benchmark.core.errors import DataFileError, InputError, IntegrityError, UnknownNameError
-from benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic
-from benchmark.core.stats import Aggregation
-from leaderboard.suite import (
+from faithbench.benchmark.core.cache import atomic_write, content_hash, file_hash
+from faithbench.benchmark.core.errors import (
+    DataFileError,
+    InputError,
+    IntegrityError,
+    UnknownNameError,
+)
+from faithbench.benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic
+from faithbench.benchmark.core.stats import Aggregation
+from faithbench.leaderboard.suite import (
     ROW_FIELDS,
     check_results,
     check_rows,

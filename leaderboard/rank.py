@@ -4,10 +4,10 @@ Each ranking holds one metric, so one family: faithfulness and plausibility scor
 never share a ranking. Equal means share a rank (1, 1, 3). An entry whose confidence
 interval overlaps that of the entry listed just above it is marked
 (``overlaps_above``). That is a reading aid, not a test: whether two entries differ is
-``leaderboard.compare`` (a paired sign-flip test on the same examples, Holm-corrected).
+``faithbench.leaderboard.compare`` (a paired sign-flip test on the same examples, Holm-corrected).
 
 With one model seed a row is the stored estimate. With several, the row's mean and CI
-come from ``benchmark.core.stats.seed_estimate`` over the (seeds x examples) matrix of
+come from ``faithbench.benchmark.core.stats.seed_estimate`` over the (seeds x examples) matrix of
 the examples defined under every seed: a t over the seed means (S - 1 df) plus the
 example variance, so the CI also covers retraining the model (a bootstrap over 3 seeds
 cannot). A corpus-level metric (a record with an ``aggregation``) gets the same
@@ -23,17 +23,17 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from benchmark.core.errors import DataFileError, InputError
-from benchmark.core.names import DIRECTIONS, FAMILIES
-from benchmark.core.stats import (
+from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.benchmark.core.names import DIRECTIONS, FAMILIES
+from faithbench.benchmark.core.stats import (
     ALPHA,
     Aggregation,
     corpus_estimate,
     seed_estimate,
     settings_of,
 )
-from leaderboard.entry import Entry
-from leaderboard.suite import require_same_suite, short_name
+from faithbench.leaderboard.entry import Entry
+from faithbench.leaderboard.suite import require_same_suite, short_name
 
 
 def matches(canonical: str, query: str | None) -> bool:

@@ -17,11 +17,11 @@ from collections import Counter
 
 from tabulate import tabulate
 
-from benchmark.core.errors import InputError
-from benchmark.core.names import FAMILIES
-from leaderboard.entry import Entry
-from leaderboard.rank import matches, rank
-from leaderboard.suite import short_name
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.names import FAMILIES
+from faithbench.leaderboard.entry import Entry
+from faithbench.leaderboard.rank import matches, rank
+from faithbench.leaderboard.suite import short_name
 
 FORMATS = ("table", "markdown", "csv")
 MARKDOWN = ("github", "pipe")  # the tabulate formats of Markdown tables

@@ -16,10 +16,10 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from benchmark.core.errors import DataFileError, InputError
-from benchmark.core.names import DIRECTIONS
-from benchmark.core.records import ResultRecord
-from benchmark.core.stats import Aggregation
+from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.benchmark.core.names import DIRECTIONS
+from faithbench.benchmark.core.records import ResultRecord
+from faithbench.benchmark.core.stats import Aggregation
 
 ROW_FIELDS = ("task", "model_seed", "metric", "id", "value")
 # the checkpoint of results no model produced (alignments scored from a file): they

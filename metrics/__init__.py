@@ -11,21 +11,27 @@ import dataclasses
 import difflib
 from typing import Any
 
-from benchmark.core.api import SimpleMetric
-from benchmark.core.erasers import ERASERS
-from benchmark.core.errors import InputError, UnknownNameError
-from benchmark.core.links import LINKS
-from benchmark.core.names import TASK_KINDS
-from benchmark.core.registry import Registry
-from metrics.alignment import AER_METRIC, PRECISION_METRIC, RECALL_METRIC
-from metrics.erasure import AOPC_LERF, AOPC_MORF
-from metrics.flip import FLIP_FRACTION, FLIP_RATE
-from metrics.loo import TAUCORR_LOO
-from metrics.plausibility import AUPRC, AVERAGE_PRECISION, R_PRECISION, TOKEN_F1, TOKEN_F1_MICRO
-from metrics.rationale import COMPREHENSIVENESS, ROUNDINGS, SUFFICIENCY
-from metrics.roar import MASKS, ROAR
-from metrics.share import SEGMENT_SHARE
-from metrics.variants import GRANULARITIES, TIES
+from faithbench.benchmark.core.api import SimpleMetric
+from faithbench.benchmark.core.erasers import ERASERS
+from faithbench.benchmark.core.errors import InputError, UnknownNameError
+from faithbench.benchmark.core.links import LINKS
+from faithbench.benchmark.core.names import TASK_KINDS
+from faithbench.benchmark.core.registry import Registry
+from faithbench.metrics.alignment import AER_METRIC, PRECISION_METRIC, RECALL_METRIC
+from faithbench.metrics.erasure import AOPC_LERF, AOPC_MORF
+from faithbench.metrics.flip import FLIP_FRACTION, FLIP_RATE
+from faithbench.metrics.loo import TAUCORR_LOO
+from faithbench.metrics.plausibility import (
+    AUPRC,
+    AVERAGE_PRECISION,
+    R_PRECISION,
+    TOKEN_F1,
+    TOKEN_F1_MICRO,
+)
+from faithbench.metrics.rationale import COMPREHENSIVENESS, ROUNDINGS, SUFFICIENCY
+from faithbench.metrics.roar import MASKS, ROAR
+from faithbench.metrics.share import SEGMENT_SHARE
+from faithbench.metrics.variants import GRANULARITIES, TIES
 
 REGISTRY: Registry[SimpleMetric] = Registry("metric")
 REGISTRY.add(AOPC_MORF.spec.name, AOPC_MORF)
@@ -58,7 +64,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # count), only positive scores in a rationale, a bin skipped when k = 0 or its
     # rationale repeats the last one, 0 (comprehensiveness) / 1 (sufficiency) when every
     # bin is skipped, every perturbation decoded to text and tokenized again, and equal
-    # scores in the order of numpy's own argsort, reversed (``metrics.variants.TIES``:
+    # scores in the order of numpy's own argsort, reversed (``faithbench.metrics.variants.TIES``:
     # the same on every machine; ferret's where its numpy has no AVX-512 argsort)
     "ferret": {
         "comprehensiveness": {**_FERRET, "if_empty": 0.0},

@@ -17,8 +17,8 @@ both)::
 
 computed by ``scipy.stats.kendalltau(a, b, variant="b")``, with its p-value for
 τ = 0. Top-k overlap is |top_k(a) ∩ top_k(b)| / k with k = ceil(k_frac · n), in exact
-rational arithmetic (``metrics.rationale.bin_sizes``: ceil(0.1 · 30) = 3, never 4),
-clamped to [1, n]; the top-k order is ``benchmark.core.ranking`` — ties broken by
+rational arithmetic (``faithbench.metrics.rationale.bin_sizes``: ceil(0.1 · 30) = 3, never 4),
+clamped to [1, n]; the top-k order is ``faithbench.benchmark.core.ranking`` — ties broken by
 position, earlier first — the order every metric uses.
 
 Undefined cases. τ_b is undefined for n < 2 or when either vector is constant (a
@@ -30,7 +30,7 @@ the metrics), so it averages over all n examples.
 Direction. None: agreement is descriptive, neither higher nor lower is "more
 faithful". Range: τ_b in [−1, 1] (1 = same order, −1 = reversed, ≈ 0 unrelated);
 overlap in [0, 1] (1 = the same top-k set). Summaries are means over examples with
-a bootstrap CI from ``benchmark.core.stats``; ``share_p_le_0_05`` is the share of
+a bootstrap CI from ``faithbench.benchmark.core.stats``; ``share_p_le_0_05`` is the share of
 defined examples with p ≤ 0.05, Jain & Wallace's "Sig. Frac." column.
 
 Citation. Jain & Wallace (2019), "Attention is not Explanation", NAACL: Kendall τ per
@@ -66,10 +66,10 @@ import numpy as np
 import torch
 from scipy.stats import kendalltau
 
-from benchmark.core.errors import InputError
-from benchmark.core.ranking import top_k_mask
-from benchmark.core.stats import bootstrap
-from metrics.rationale import bin_sizes
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.ranking import top_k_mask
+from faithbench.benchmark.core.stats import bootstrap
+from faithbench.metrics.rationale import bin_sizes
 
 CITATION = (
     "Jain & Wallace (2019). Attention is not Explanation. NAACL-HLT 2019, pages 3543-3556."
@@ -113,7 +113,7 @@ def top_k_overlap(a: Scores, b: Scores, k_frac: float = 0.2) -> np.ndarray:
 def agreement_matrix(scores_by_explainer: dict[str, Scores], *, k_frac: float = 0.2
                      ) -> list[dict]:
     """One row per unordered pair of explainers (in the dict's order), summarised
-    over the examples; every interval comes from ``benchmark.core.stats.bootstrap``.
+    over the examples; every interval comes from ``faithbench.benchmark.core.stats.bootstrap``.
 
     Each explainer's list holds one score vector per example, in the same example order.
     """

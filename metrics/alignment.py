@@ -11,7 +11,7 @@ gold links. Over the corpus::
 
 Each sentence contributes its counts (|A∩S|, |A∩P|, |A|, |S|) (``link_counts``);
 ``AER``, ``PRECISION`` and ``RECALL`` aggregate their sums, so the bootstrap resamples
-sentences and re-aggregates (``benchmark.core.stats.corpus_bootstrap``), never
+sentences and re-aggregates (``faithbench.benchmark.core.stats.corpus_bootstrap``), never
 averaging per-sentence ratios.
 
 Direction. AER lower is better; precision and recall higher. Range [0, 1]: AER 0
@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import torch
 
-from benchmark.core.api import (
+from faithbench.benchmark.core.api import (
     ALIGNMENT,
     Aggregation,
     MetricInput,
@@ -52,8 +52,8 @@ from benchmark.core.api import (
     MetricSpec,
     SimpleMetric,
 )
-from benchmark.core.errors import InputError
-from benchmark.core.links import (  # noqa: F401  (re-exported: links read off scores)
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.links import (  # noqa: F401  (re-exported: links read off scores)
     LINKS,
     argmax_links,
     chosen,

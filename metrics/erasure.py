@@ -11,7 +11,7 @@ tokens (LeRF, least relevant first) removed::
 The k = 0 term is *not* included. Samek et al. write AOPC = 1/(L+1) · Σ_{k=0..L},
 whose k = 0 term is always zero; our value is theirs times (L+1)/L with L = K', so
 numbers differ from papers that keep the zero term. Tokens are taken in the order of
-``benchmark.core.ranking`` (ties broken by position, earlier first); k counts tokens
+``faithbench.benchmark.core.ranking`` (ties broken by position, earlier first); k counts tokens
 of the whole input (premise and hypothesis together for NLI). An example shorter than
 ``k_max`` is averaged over its own n steps (the curve ends when every token is gone).
 
@@ -29,7 +29,7 @@ the padding id).
 
 Subword models. On a Transformer k counts whole words (pieces' scores summed, all
 pieces of a word erased together; ``granularity="subword"`` for pieces): see
-``metrics.variants``.
+``faithbench.metrics.variants``.
 
 OOD caveat. Erased inputs may lie off the training distribution (shorter, ungrammatical,
 full of unknown words), so a probability drop can come from that shift rather than
@@ -47,9 +47,9 @@ then 2: p₀ = 2/4, 1/3, 1/2, so aopc_morf = ((.6−.5) + (.6−1/3) + (.6−.5)
 LeRF removes position 2 first: p₀ = 3/4, 2/3, 1/2, so aopc_lerf = (−.15 − .0667 + .1)/3.
 
 >>> import torch
->>> from benchmark.core.api import Batch, MetricInput
->>> from benchmark.core.perturb import Perturber
->>> from metrics.variants import Votes  # p(c) ∝ 1 + real tokens voting for c
+>>> from faithbench.benchmark.core.api import Batch, MetricInput
+>>> from faithbench.benchmark.core.perturb import Perturber
+>>> from faithbench.testing import Votes  # p(c) ∝ 1 + real tokens voting for c
 >>> batch = Batch(torch.tensor([[2, 2, 3]]), torch.ones(1, 3, dtype=torch.bool), ("a",))
 >>> perturber = Perturber(Votes())
 >>> inp = MetricInput(batch, torch.tensor([[0.9, 0.5, 0.1]]), torch.tensor([0]),
@@ -64,13 +64,13 @@ from __future__ import annotations
 
 import torch
 
-from benchmark.core.api import (
+from faithbench.benchmark.core.api import (
     MetricInput,
     MetricSpec,
     SimpleMetric,
 )
-from benchmark.core.errors import InputError
-from metrics.variants import (
+from faithbench.benchmark.core.errors import InputError
+from faithbench.metrics.variants import (
     base_target_prob,
     candidates,
     check_eraser,

@@ -4,7 +4,7 @@ the input must go, in importance order, before it does.
 Metric card
 -----------
 Formula. For an example x with n real tokens, let x₍ₖ₎ be x with its k most
-important tokens removed (order from ``benchmark.core.ranking``; ties broken by
+important tokens removed (order from ``faithbench.benchmark.core.ranking``; ties broken by
 position, earlier first) and pred(·) = argmax_c p_c(·) (ties in p go to the lower
 class index, as ``torch.argmax``)::
 
@@ -35,7 +35,7 @@ means the decision survived until (nearly) everything was gone.
 Parameters. ``eraser`` ("delete", "mask", "pad").
 
 Subword models. k* and n count whole words on a Transformer (``granularity="subword"``
-for pieces); see ``metrics.variants``.
+for pieces); see ``faithbench.metrics.variants``.
 
 OOD caveat. Inputs with many tokens removed lie far off the training distribution,
 so a flip can come from that shift rather than from the removed evidence; a model
@@ -57,9 +57,9 @@ k* = 1, so flip_rate = 1 and flip_fraction = 1/3. Row b = [2, 2, 2, 3] with posi
 again — never flipped, so flip_fraction = 1.0 with the flag set.
 
 >>> import torch
->>> from benchmark.core.api import Batch, MetricInput
->>> from benchmark.core.perturb import Perturber
->>> from metrics.variants import Votes  # p(c) ∝ 1 + real tokens voting for c
+>>> from faithbench.benchmark.core.api import Batch, MetricInput
+>>> from faithbench.benchmark.core.perturb import Perturber
+>>> from faithbench.testing import Votes  # p(c) ∝ 1 + real tokens voting for c
 >>> ids = torch.tensor([[3, 2, 3, 0], [2, 2, 2, 3]])
 >>> batch = Batch(ids, ids > 0, ("a", "b"))
 >>> perturber = Perturber(Votes())
@@ -83,12 +83,12 @@ from __future__ import annotations
 
 import torch
 
-from benchmark.core.api import (
+from faithbench.benchmark.core.api import (
     MetricInput,
     MetricSpec,
     SimpleMetric,
 )
-from metrics.variants import candidates, check_eraser, faithfulness_spec, variant_probs
+from faithbench.metrics.variants import candidates, check_eraser, faithfulness_spec, variant_probs
 
 CITATION = "Serrano & Smith (2019). Is attention interpretable? ACL 2019."
 

@@ -33,9 +33,9 @@ deleting position 1 gives 3/4 (drop −0.15). Scores (0.9, 0.1, 0.5) order the u
 the drops do except for the tie, so τ-b = 2/√6 ≈ 0.8165.
 
 >>> import torch
->>> from benchmark.core.api import Batch, MetricInput
->>> from benchmark.core.perturb import Perturber
->>> from metrics.variants import Votes
+>>> from faithbench.benchmark.core.api import Batch, MetricInput
+>>> from faithbench.benchmark.core.perturb import Perturber
+>>> from faithbench.testing import Votes
 >>> batch = Batch(torch.tensor([[2, 3, 2]]), torch.ones(1, 3, dtype=torch.bool), ("a",))
 >>> perturber = Perturber(Votes())
 >>> inp = MetricInput(batch, torch.tensor([[0.9, 0.1, 0.5]]), torch.tensor([0]),
@@ -50,8 +50,13 @@ import numpy as np
 import torch
 from scipy.stats import kendalltau
 
-from benchmark.core.api import CLASSIFICATION, PAIR_CLASSIFICATION, MetricInput, SimpleMetric
-from metrics.variants import (
+from faithbench.benchmark.core.api import (
+    CLASSIFICATION,
+    PAIR_CLASSIFICATION,
+    MetricInput,
+    SimpleMetric,
+)
+from faithbench.metrics.variants import (
     base_target_prob,
     candidates,
     check_eraser,

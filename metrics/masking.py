@@ -24,10 +24,10 @@ import random
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
-from benchmark.core.api import Example
-from benchmark.core.cache import content_hash
-from benchmark.core.errors import InputError
-from benchmark.core.vocab import UNK
+from faithbench.benchmark.core.api import Example
+from faithbench.benchmark.core.cache import content_hash
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.vocab import UNK
 
 KEPT = "<kept>"  # what MaskPattern puts at every position the mask left alone
 

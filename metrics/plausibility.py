@@ -31,7 +31,7 @@ scale.
 Metric card: ``r_precision``
 ----------------------------
 Formula. With k = |R|, let S be the k most important tokens by the explainer's
-scores (``benchmark.core.ranking``; ties broken by position, earlier first). With
+scores (``faithbench.benchmark.core.ranking``; ties broken by position, earlier first). With
 |S| = |R| = k, precision, recall and F1 coincide::
 
     r_precision(x) = |S ∩ R| / |R|
@@ -83,7 +83,7 @@ R = Σ|S ∩ R| / Σ|R| over all examples scored::
 
 Each example contributes its sufficient statistics (|S ∩ R|, |S|, |R|); the record's
 value is their aggregation, and its bootstrap CI resamples examples and re-aggregates
-(``benchmark.core.stats.corpus_bootstrap``). The per-example values written beside it
+(``faithbench.benchmark.core.stats.corpus_bootstrap``). The per-example values written beside it
 are each example's own F1, for inspection; they do not average to the corpus value.
 Long examples weigh more than in ``token_f1``.
 
@@ -91,7 +91,7 @@ Parameter. ``k_frac``, as for ``token_f1``. Direction: higher. Range [0, 1].
 
 Metric card: ``average_precision``
 ----------------------------------
-Formula. Rank the n real tokens by score (``benchmark.core.ranking.importance_order``:
+Formula. Rank the n real tokens by score (``faithbench.benchmark.core.ranking.importance_order``:
 ties broken by position, earlier first). With rel_i = 1 if the i-th ranked token is
 in R, P_i = (rel_1 + ... + rel_i) / i the precision and R_i = (rel_1 + ... + rel_i) / |R|
 the recall after i tokens::
@@ -138,7 +138,7 @@ explainer.
 Common to all four
 ------------------
 Subword models. On a Transformer every count is of *words*, as in the faithfulness
-metrics (``metrics.variants``): a word's score is the sum of its pieces' scores, a word
+metrics (``faithbench.metrics.variants``): a word's score is the sum of its pieces' scores, a word
 is in R when its pieces are (a word-level mark is copied to each piece), and n, k, |R|
 and the ranks count words, so a rationale word of three pieces counts once, as in
 ERASER's word tokens. The engine's ρ is a mean over words too. ``granularity=
@@ -167,7 +167,7 @@ Hand-worked cases. Reference {0, 2} of n = 4; row a scores [0.9, 0.1, 0.5, 0.7]
   = 19/24 ≈ 0.7917. b: one threshold, (1, 2/4): (1 + 1/2) / 2 = 3/4.
 
 >>> import torch
->>> from benchmark.core.api import Batch, MetricInput
+>>> from faithbench.benchmark.core.api import Batch, MetricInput
 >>> ids = torch.tensor([[5, 6, 7, 8], [5, 6, 7, 8]])
 >>> batch = Batch(ids, torch.ones(2, 4, dtype=torch.bool), ("a", "b"))
 >>> scores = torch.tensor([[0.9, 0.1, 0.5, 0.7], [1.0, 1.0, 1.0, 1.0]])
@@ -208,7 +208,7 @@ from dataclasses import replace
 
 import torch
 
-from benchmark.core.api import (
+from faithbench.benchmark.core.api import (
     CLASSIFICATION,
     PAIR_CLASSIFICATION,
     Aggregation,
@@ -217,9 +217,9 @@ from benchmark.core.api import (
     MetricSpec,
     SimpleMetric,
 )
-from benchmark.core.errors import InputError
-from benchmark.core.ranking import importance_order, top_k_mask
-from metrics.variants import GRANULARITIES, Candidates
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.ranking import importance_order, top_k_mask
+from faithbench.metrics.variants import GRANULARITIES, Candidates
 
 CITATION = (
     "DeYoung, Jain, Rajani, Lehman, Xiong, Socher & Wallace (2020). ERASER: A benchmark to "

@@ -16,7 +16,7 @@ decimal the bin is written as, so ceil(0.1 · 30) = 3 and ceil(0.07 · 100) = 7 
 floating point 0.07 * 100 = 7.000000000000001, whose ceil is 8). ``rounding="round"``
 rounds half up (2.5 → 3); ``rounding="floor"`` rounds down, then clamps to at least 1.
 Ties in the scores are broken by position (earlier first) through
-``benchmark.core.ranking``; n counts the tokens of the whole input (premise and
+``faithbench.benchmark.core.ranking``; n counts the tokens of the whole input (premise and
 hypothesis together for NLI).
 
 Direction. comprehensiveness: higher is more faithful (erasing the rationale hurts
@@ -40,10 +40,10 @@ AOPC: bins 0.1, …, 1.0, ``trunc``, positive only, distinct, 0 (comprehensivene
 perturbation decoded to text and tokenized again), and ``ties="introsort"``: equal
 scores in the order of numpy's own default ``argsort``, reversed, as ferret ranks (by
 default ties go by position, earlier first). ferret's order is that of its numpy on its
-CPU; ``metrics.variants.TIES`` says which option reproduces it where.
+CPU; ``faithbench.metrics.variants.TIES`` says which option reproduces it where.
 
 Subword models. On a Transformer n and k_b count whole words (a rationale holds all
-pieces of its words; ``granularity="subword"`` for pieces); see ``metrics.variants``.
+pieces of its words; ``granularity="subword"`` for pieces); see ``faithbench.metrics.variants``.
 
 OOD caveat. x ∖ r_b and r_b alone may lie off the training distribution, so a
 probability drop (a high comprehensiveness, a high sufficiency) can come from that
@@ -59,9 +59,9 @@ comprehensiveness = ((.6 − .5) + (.6 − 1/3)) / 2 = 0.1833. Keeping only posi
 gives 2/3, keeping 0 and 1 gives 3/4, so sufficiency = (−.0667 − .15) / 2 = −0.1083.
 
 >>> import torch
->>> from benchmark.core.api import Batch, MetricInput
->>> from benchmark.core.perturb import Perturber
->>> from metrics.variants import Votes  # p(c) ∝ 1 + real tokens voting for c
+>>> from faithbench.benchmark.core.api import Batch, MetricInput
+>>> from faithbench.benchmark.core.perturb import Perturber
+>>> from faithbench.testing import Votes  # p(c) ∝ 1 + real tokens voting for c
 >>> batch = Batch(torch.tensor([[2, 2, 3]]), torch.ones(1, 3, dtype=torch.bool), ("a",))
 >>> perturber = Perturber(Votes())
 >>> inp = MetricInput(batch, torch.tensor([[0.9, 0.5, 0.1]]), torch.tensor([0]),
@@ -84,13 +84,13 @@ from fractions import Fraction
 
 import torch
 
-from benchmark.core.api import (
+from faithbench.benchmark.core.api import (
     MetricInput,
     MetricSpec,
     SimpleMetric,
 )
-from benchmark.core.errors import InputError
-from metrics.variants import (
+from faithbench.benchmark.core.errors import InputError
+from faithbench.metrics.variants import (
     TIES,
     base_target_prob,
     candidates,
@@ -160,7 +160,7 @@ def _drops(inp, bins, rounding, eraser, segment, *, keep_rationale: bool, name: 
     if ties not in TIES:
         raise InputError(f"metric {name}: unknown ties {ties!r}; leave it out (by position, "
                          f"earlier first) or choose one of {', '.join(TIES[1:])} (ferret's "
-                         "argsort order, metrics.variants.TIES)")
+                         "argsort order, faithbench.metrics.variants.TIES)")
     rationale = cand.ranked(inp.scores, k, positive_only=bool(positive_only), ties=ties)
     valid = rationale.any(dim=2)  # a bin with an empty rationale is skipped
     if distinct:

@@ -17,9 +17,14 @@ import dataclasses
 
 import torch
 
-from benchmark.core.api import CLASSIFICATION, PAIR_CLASSIFICATION, MetricOutput, MetricSpec
-from benchmark.core.errors import InputError
-from metrics.masking import RandomMask, TopKMask
+from faithbench.benchmark.core.api import (
+    CLASSIFICATION,
+    PAIR_CLASSIFICATION,
+    MetricOutput,
+    MetricSpec,
+)
+from faithbench.benchmark.core.errors import InputError
+from faithbench.metrics.masking import RandomMask, TopKMask
 
 CITATION = ("Hooker, Erhan, Kindermans & Kim (2019). A benchmark for interpretability "
             "methods in deep neural networks. NeurIPS.")

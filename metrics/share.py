@@ -10,7 +10,7 @@ comprehensiveness) are split by segment::
 
 with s = 0 (the premise) by default; the hypothesis share is one minus it. On a
 subword model n, k_b and the shares count words (a word's score is the sum of its
-pieces', as in ``metrics.variants``); ``granularity="subword"`` counts pieces, as
+pieces', as in ``faithbench.metrics.variants``); ``granularity="subword"`` counts pieces, as
 version 1 did there.
 
 Direction. None: descriptive, not a faithfulness score (family "descriptive").
@@ -25,7 +25,7 @@ bins (0.25, 0.5): k = 1 picks c (premise share 0), k = 2 picks c, a (share 1/2),
 so segment_share = 0.25.
 
 >>> import torch
->>> from benchmark.core.api import Batch, MetricInput
+>>> from faithbench.benchmark.core.api import Batch, MetricInput
 >>> batch = Batch(torch.tensor([[2, 3, 4, 5]]), torch.ones(1, 4, dtype=torch.bool), ("x",),
 ...               segments=torch.tensor([[0, 0, 1, 1]]))
 >>> inp = MetricInput(batch, torch.tensor([[0.4, 0.1, 0.9, 0.2]]), torch.tensor([1]),
@@ -39,10 +39,10 @@ from __future__ import annotations
 
 import torch
 
-from benchmark.core.api import PAIR_CLASSIFICATION, MetricInput, MetricSpec, SimpleMetric
-from benchmark.core.errors import InputError
-from metrics.rationale import bin_sizes
-from metrics.variants import candidates, ranked_mask
+from faithbench.benchmark.core.api import PAIR_CLASSIFICATION, MetricInput, MetricSpec, SimpleMetric
+from faithbench.benchmark.core.errors import InputError
+from faithbench.metrics.rationale import bin_sizes
+from faithbench.metrics.variants import candidates, ranked_mask
 
 
 def segment_share(inp: MetricInput, *, bins, rounding: str, segment: int,

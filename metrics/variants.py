@@ -1,5 +1,5 @@
 """Shared machinery of the faithfulness metrics: keep-masks built from the one
-ordering in ``benchmark.core.ranking``, and one trip through the perturbation
+ordering in ``faithbench.benchmark.core.ranking``, and one trip through the perturbation
 engine per metric call.
 
 A metric describes its variants as a (B, V, T) keep tensor (True = keep) plus a
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from benchmark.core import erasers
-from benchmark.core.api import (
+from faithbench.benchmark.core import erasers
+from faithbench.benchmark.core.api import (
     ALIGNMENT,
     CLASSIFICATION,
     PAIR_CLASSIFICATION,
@@ -34,8 +34,8 @@ from benchmark.core.api import (
     MetricInput,
     MetricSpec,
 )
-from benchmark.core.errors import InputError
-from benchmark.core.ranking import least_k_mask, top_k_mask
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.ranking import least_k_mask, top_k_mask
 
 GRANULARITIES = (None, "word", "subword")
 
@@ -286,7 +286,7 @@ def candidates(metric: str, inp: MetricInput, segment: int | None,
 def ranked_mask(scores: torch.Tensor, mask: torch.Tensor, k: torch.Tensor, *, least: bool = False):
     """(B, V, T) bool: for each (b, v), the k[b, v] most (or least) important real tokens.
 
-    scores, mask: (B, T); k: (B, V) long. Every variant uses ``benchmark.core.ranking``
+    scores, mask: (B, T); k: (B, V) long. Every variant uses ``faithbench.benchmark.core.ranking``
     on its row, so ties are broken by position exactly as everywhere else.
     """
     b, v = k.shape
@@ -335,19 +335,3 @@ def masked_mean(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     valid = valid.cpu()
     total = torch.where(valid, values, torch.zeros_like(values)).sum(dim=1)
     return total / valid.sum(dim=1).to(values.dtype)
-
-
-class Votes:
-    """The hand-worked model of the metric cards: token 2 votes for class 0, token 3
-    for class 1, and p(c) ∝ 1 + (votes for c), so every probability is a small fraction.
-
-    >>> batch = Batch(torch.tensor([[2, 2, 3]]), torch.ones(1, 3, dtype=torch.bool), ("a",))
-    >>> torch.softmax(Votes().logits(batch), -1).tolist()  # 3/5, 2/5
-    [[0.6000000238418579, 0.4000000059604645]]
-    """
-
-    pad_id, mask_id, baseline_id = 0, 1, 0
-
-    def logits(self, batch: Batch) -> torch.Tensor:
-        votes = [((batch.ids == 2 + c) & batch.mask).sum(1) for c in (0, 1)]
-        return torch.log1p(torch.stack(votes, 1).float())

@@ -3,13 +3,13 @@
 
 A submission is one Python module that exposes one object named ``EXPLAINER``
 with a frozen ``spec`` (an ``ExplainerSpec``) and a batched ``explain`` method.
-Import only ``benchmark.core.api`` from faithbench (plus torch, numpy, captum or
+Import only ``faithbench.api`` from faithbench (plus torch, numpy, captum or
 any library of your own). Load and check it with::
 
     faithbench validate path/to/my_explainer.py
 
 which imports it in a worker process (faithbench never imports a plugin itself) and
-runs ``benchmark.core.validation.run_checks``: output shape, finite values,
+runs ``faithbench.benchmark.core.validation.run_checks``: output shape, finite values,
 determinism, the same answer alone, in another order and in batches of other sizes,
 time per example. A run re-checks a seeded sample of its own batches the same way in
 a fresh worker, and fails the plugin on any difference.
@@ -31,7 +31,7 @@ The contract of ``explain(model, batch, target, *, rng)``:
 - Work on the whole batch at once: no Python loop over examples. A row's scores
   must not depend on the other rows or on the padding width.
 - Randomness only from ``example_generator(rng, batch.example_ids[b])`` (in
-  ``benchmark.core.api``), one generator per example: an explainer is a
+  ``faithbench.api``), one generator per example: an explainer is a
   deterministic function of (model, example, seed), whatever ``deterministic`` says.
 - ``spec.name`` matches ``[a-z][a-z0-9_]{0,63}`` and may not be a reference
   explainer's name; the version and parameter values are short plain strings.
@@ -41,10 +41,10 @@ The contract of ``explain(model, batch, target, *, rng)``:
   gradients wrt the embeddings with ``torch.autograd.grad``, never ``.backward()``.
 
 >>> import torch
->>> from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
->>> from benchmark.core.isolation import InProcess
->>> from benchmark.core.validation import run_checks
->>> from benchmark.core.vocab import collate
+>>> from faithbench.benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
+>>> from faithbench.benchmark.core.isolation import InProcess
+>>> from faithbench.benchmark.core.validation import run_checks
+>>> from faithbench.benchmark.core.vocab import collate
 >>> _ = torch.manual_seed(0)
 >>> model = AttentionClassifier(ClassifierConfig(vocab_size=20, num_classes=2, embed_dim=8,
 ...                                              hidden=8, attn_dim=8)).eval()
@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from benchmark.core.api import EMBEDDINGS, GRADIENTS, Batch, ExplainableModel, ExplainerSpec, Target
+from faithbench.api import EMBEDDINGS, GRADIENTS, Batch, ExplainableModel, ExplainerSpec, Target
 
 
 @dataclass(frozen=True)  # frozen: a variant with other params is a new object, never a mutation

@@ -1,5 +1,5 @@
 """Explainers. The reference explainers are ordinary submissions, written only
-against ``benchmark.core.api`` — the same surface an outside submitter uses
+against ``faithbench.api`` — the same surface an outside submitter uses
 (see ``TEMPLATE.py``). Each module exposes one ``EXPLAINER`` object.
 
 ``REGISTRY`` lists the reference explainers by explicit ``add`` calls, the same
@@ -7,9 +7,9 @@ registration style as tasks and metrics (duplicates refused, "did you mean" for
 unknown names); ``REFERENCE`` is its names, in order.
 """
 
-from benchmark.core.api import ATTENTION, EMBEDDINGS, GRADIENTS
-from benchmark.core.registry import Registry
-from submissions import (
+from faithbench.api import ATTENTION, EMBEDDINGS, GRADIENTS
+from faithbench.benchmark.core.registry import Registry
+from faithbench.submissions import (
     attention,
     attention_rollout,
     gradient,
@@ -39,6 +39,6 @@ def reference_module(name: str) -> str:
     """The module that holds reference explainer ``name``.
 
     >>> reference_module("occlusion")
-    'submissions.occlusion'
+    'faithbench.submissions.occlusion'
     """
     return type(get_explainer(name)).__module__

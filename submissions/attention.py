@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from benchmark.core.api import (
+from faithbench.api import (
     ATTENTION,
     LAYER_ATTENTION,
     Batch,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from benchmark.core.api import EMBEDDINGS, GRADIENTS, Batch, ExplainableModel, ExplainerSpec, Target
+from faithbench.api import EMBEDDINGS, GRADIENTS, Batch, ExplainableModel, ExplainerSpec, Target
 
 
 def target_logit_gradient(model: ExplainableModel, batch: Batch, target: Target):

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import torch
 from captum.attr import IntegratedGradients
 
-from benchmark.core.api import EMBEDDINGS, GRADIENTS, Batch, ExplainableModel, ExplainerSpec, Target
+from faithbench.api import EMBEDDINGS, GRADIENTS, Batch, ExplainableModel, ExplainerSpec, Target
 
 
 def ig_baseline(model: ExplainableModel, batch: Batch, embeds: torch.Tensor) -> torch.Tensor:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from benchmark.core.api import Batch, ExplainableModel, ExplainerSpec, Target
+from faithbench.api import Batch, ExplainableModel, ExplainerSpec, Target
 
 GRANULARITIES = (None, "word", "subword")
 

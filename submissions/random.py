@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from benchmark.core.api import Batch, ExplainableModel, ExplainerSpec, Target, example_generator
+from faithbench.api import Batch, ExplainableModel, ExplainerSpec, Target, example_generator
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Tasks: one module per task; the registry is filled by explicit ``add`` calls."""
 
-from benchmark.core.registry import Registry
-from tasks import alignment, nli, sentiment, synthetic
+from faithbench.benchmark.core.registry import Registry
+from faithbench.tasks import alignment, nli, sentiment, synthetic
 
 REGISTRY = Registry("task")
 REGISTRY.add(synthetic.SPEC.name, synthetic.TASK)

@@ -6,7 +6,7 @@ an explainer scores, the prefix is BOS plus the reference target words before t
 (teacher forcing), and the explained target is the reference word at t — not the
 model's own prediction. Its id is ``<sentence id>-<t>``.
 
-Data (``tasks.alignment_data``): ``DIR/<variant>/gold/test.jsonl`` (and optionally
+Data (``faithbench.tasks.alignment_data``): ``DIR/<variant>/gold/test.jsonl`` (and optionally
 ``validation.jsonl``) and ``DIR/<variant>/parallel/train.jsonl`` (``--variant``
 defaults to ``alignment``, the Hansards fr→en copy). The gold alone is enough to
 score links and run the reference aligners; the model trains on the parallel pairs
@@ -18,7 +18,7 @@ reported beside it.
 
 Two directions: ``alignment`` translates ``src`` → ``tgt`` as the files give them
 (fr→en on Hansards), ``alignment_reverse`` the other way (its links are (tgt, src) in
-the files' terms; ``benchmark.core.links.symmetrize`` combines the two).
+the files' terms; ``faithbench.benchmark.core.links.symmetrize`` combines the two).
 
 Size cap (so the full model trains in tens of CPU minutes): the first ``max_pairs``
 training pairs, the ``tgt_words`` most frequent target words (the rest are ``<unk>``;
@@ -36,28 +36,28 @@ from pathlib import Path
 import sacrebleu
 import torch
 
-from benchmark.core.api import ALIGNMENT, Batch, Example, TaskOptions, TaskSpec
-from benchmark.core.cache import (
+from faithbench.benchmark.core.api import ALIGNMENT, Batch, Example, TaskOptions, TaskSpec
+from faithbench.benchmark.core.cache import (
     atomic_write,
     content_hash,
     sealed,
     verified_weights,
     weights_hash,
 )
-from benchmark.core.errors import DataFileError, InputError
-from benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
-from benchmark.core.models.training import (
+from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
+from faithbench.benchmark.core.models.training import (
     NEXT_WORD,
     TrainConfig,
     perplexity,
     seed_everything,
     train,
 )
-from benchmark.core.vocab import Vocabulary, collate
-from tasks.alignment_baselines import ALIGNERS, diagonal, eflomal_links
-from tasks.alignment_data import read_gold, read_parallel
-from tasks.classification import checkpoint_path
-from tasks.data import resolve_data_dir
+from faithbench.benchmark.core.vocab import Vocabulary, collate
+from faithbench.tasks.alignment_baselines import ALIGNERS, diagonal, eflomal_links
+from faithbench.tasks.alignment_data import read_gold, read_parallel
+from faithbench.tasks.classification import checkpoint_path
+from faithbench.tasks.data import resolve_data_dir
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +180,7 @@ class AlignmentTask:
 
     def reference_alignments(self, aligner: str, options: TaskOptions, split: str,
                              limit: int | None = None) -> dict[str, list[list[int]]]:
-        """{pair id: links} of a reference aligner (``tasks.alignment_baselines``) on the
+        """{pair id: links} of a reference aligner (``faithbench.tasks.alignment_baselines``) on the
         first ``limit`` gold pairs of ``split``; no model is trained."""
         if aligner not in ALIGNERS:
             raise InputError(f"unknown aligner {aligner!r}; choose one of {', '.join(ALIGNERS)}")

@@ -16,9 +16,9 @@ import tempfile
 from importlib.metadata import version
 from pathlib import Path
 
-from benchmark.core.cache import atomic_write, cache_dir, content_hash
-from benchmark.core.errors import InputError
-from benchmark.core.links import SYMMETRIZE, diagonal_links, symmetrize
+from faithbench.benchmark.core.cache import atomic_write, cache_dir, content_hash
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.links import SYMMETRIZE, diagonal_links, symmetrize
 
 ALIGNERS = ("diagonal", "eflomal")
 COMBINE = ("forward", "reverse", *SYMMETRIZE)  # one direction, or both combined

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import datasets
 
-from benchmark.core.errors import DataFileError, InputError
-from tasks.data import check_jsonl, check_text, jsonl_objects
+from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.tasks.data import check_jsonl, check_text, jsonl_objects
 
 OUT_OF_RANGE = ("error", "drop")
 GOLD_SPLITS = ("validation", "test")

@@ -25,8 +25,8 @@ from typing import Any, NamedTuple
 
 import torch
 
-from benchmark.core.api import PAIR_CLASSIFICATION, Batch, Example, TaskOptions, TaskSpec
-from benchmark.core.cache import (
+from faithbench.benchmark.core.api import PAIR_CLASSIFICATION, Batch, Example, TaskOptions, TaskSpec
+from faithbench.benchmark.core.cache import (
     atomic_write,
     cache_dir,
     content_hash,
@@ -34,11 +34,11 @@ from benchmark.core.cache import (
     verified_weights,
     weights_hash,
 )
-from benchmark.core.errors import DataFileError, InputError
-from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
-from benchmark.core.models.training import TrainConfig, accuracy, seed_everything, train
-from benchmark.core.vocab import Vocabulary, collate
-from tasks import transformer
+from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
+from faithbench.benchmark.core.models.training import TrainConfig, accuracy, seed_everything, train
+from faithbench.benchmark.core.vocab import Vocabulary, collate
+from faithbench.tasks import transformer
 
 log = logging.getLogger(__name__)
 MASKED_SHARE = 0.5  # --masked-training: the share of each batch masked (Madsen et al.)
@@ -47,14 +47,14 @@ MASKED_SHARE = 0.5  # --masked-training: the share of each batch masked (Madsen 
 @dataclass
 class ReadyTask:
     """A task with data loaded and its model trained (or loaded from the cache): the
-    ``benchmark.core.api.PreparedTask`` of every classification task."""
+    ``faithbench.api.PreparedTask`` of every classification task."""
 
     spec: TaskSpec
     splits: dict[str, list[Example]]
     vocab: Vocabulary
-    model: torch.nn.Module  # implements the model surface of benchmark.core.api
+    model: torch.nn.Module  # implements the model surface of faithbench.api
     accuracy: dict[str, float]
-    checkpoint: str  # weights hash (benchmark.core.cache.weights_hash)
+    checkpoint: str  # weights hash (faithbench.benchmark.core.cache.weights_hash)
     cache_key: str  # hash of training data + configs + seed: the cached file's name
     data_fingerprint: str
     config: dict

@@ -21,8 +21,8 @@ from pathlib import Path
 import datasets
 from huggingface_hub import constants as hf_constants
 
-from benchmark.core.errors import DataFileError, InputError, NotUtf8Error
-from benchmark.core.records import read_utf8
+from faithbench.benchmark.core.errors import DataFileError, InputError, NotUtf8Error
+from faithbench.benchmark.core.records import read_utf8
 
 log = logging.getLogger(__name__)
 

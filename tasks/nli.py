@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import logging
 
-from benchmark.core.api import PAIR_CLASSIFICATION, Example, TaskOptions, TaskSpec
-from benchmark.core.errors import DataFileError, InputError
-from benchmark.core.models.pair_classifier import PairAttentionClassifier, PairConfig
-from benchmark.core.models.training import TrainConfig
-from tasks.classification import ClassificationTask
-from tasks.data import check_utf8, load_hub, load_local, resolve_data_dir, without_empty
-from tasks.rationales import esnli_highlights, load_esnli_csv, nli_tokenize
+from faithbench.benchmark.core.api import PAIR_CLASSIFICATION, Example, TaskOptions, TaskSpec
+from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.benchmark.core.models.pair_classifier import PairAttentionClassifier, PairConfig
+from faithbench.benchmark.core.models.training import TrainConfig
+from faithbench.tasks.classification import ClassificationTask
+from faithbench.tasks.data import check_utf8, load_hub, load_local, resolve_data_dir, without_empty
+from faithbench.tasks.rationales import esnli_highlights, load_esnli_csv, nli_tokenize
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Human rationales as token masks: the rules that turn SST phrase labels and e-SNLI
 highlights into one bool per model token (True = in the rationale), and their loaders.
 
-The masks become ``Example.reference``; the plausibility metrics (``metrics.plausibility``)
+The masks become ``Example.reference``; the plausibility metrics (``faithbench.metrics.plausibility``)
 score explainers against them. An all-False mask is a valid answer ("this example has
 no usable rationale"): the runner skips such examples for plausibility.
 
@@ -59,7 +59,7 @@ fallback when an export has only those.
   flattens every evidence group of an annotation into one truth mask
   (``rationale_benchmark/metrics.py``, ``PositionScoredDocument.from_results``).
 - ``nli_tokenize`` is the NLI task's tokenizer (lower-cased ``\\w+|[^\\w\\s]``), defined
-  here so that the rationale and the task tokenize identically; ``tasks.nli`` imports it.
+  here so that the rationale and the task tokenize identically; ``faithbench.tasks.nli`` imports it.
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from benchmark.core.errors import DataFileError, InputError
-from tasks.data import check_jsonl
+from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.tasks.data import check_jsonl
 
 SST_COLUMNS = {"idx": int, "tokens": list, "label": int, "spans": list}
 NLI_TOKEN = re.compile(r"\w+|[^\w\s]")

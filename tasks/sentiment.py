@@ -14,19 +14,19 @@ whitespace-split PTB tokens of the treebank.
 
 Human rationales: when the data directory also has ``sst_phrase_annotations/``, the
 validation and test examples get ``reference`` = the minimal phrases polar in the
-sentence label's direction (``tasks.rationales.sst_phrase_rationale``; all-False
+sentence label's direction (``faithbench.tasks.rationales.sst_phrase_rationale``; all-False
 when there is none, and the runner skips those for plausibility). The hub copy has
 no phrase labels: its references stay None and plausibility metrics are skipped.
 """
 
 from __future__ import annotations
 
-from benchmark.core.api import CLASSIFICATION, Example, TaskOptions, TaskSpec
-from benchmark.core.errors import InputError
-from benchmark.core.models.training import TrainConfig
-from tasks.classification import ClassificationTask
-from tasks.data import load_hub, load_local, resolve_data_dir, without_empty
-from tasks.rationales import load_sst_rationales
+from faithbench.benchmark.core.api import CLASSIFICATION, Example, TaskOptions, TaskSpec
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.models.training import TrainConfig
+from faithbench.tasks.classification import ClassificationTask
+from faithbench.tasks.data import load_hub, load_local, resolve_data_dir, without_empty
+from faithbench.tasks.rationales import load_sst_rationales
 
 HUB_ID = "stanfordnlp/sst2"
 COLUMNS = {"idx": int, "sentence": str, "label": int}

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import random
 
-from benchmark.core.api import CLASSIFICATION, Example, TaskOptions, TaskSpec
-from benchmark.core.models.training import TrainConfig
-from tasks.classification import ClassificationTask
+from faithbench.benchmark.core.api import CLASSIFICATION, Example, TaskOptions, TaskSpec
+from faithbench.benchmark.core.models.training import TrainConfig
+from faithbench.tasks.classification import ClassificationTask
 
 POSITIVE = ("good", "great", "superb", "lovely", "brilliant", "moving", "witty", "charming",
             "gripping", "fresh", "delightful", "stunning")

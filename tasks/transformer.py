@@ -19,7 +19,7 @@ explainers score and explanation files carry), ``Example.words`` the word of eac
 piece (explanation files carry it as ``words``: pieces alone do not say where a word
 starts), ``segments`` and a word-level ``reference`` are copied to every piece of the
 word. Special tokens are not part of the example: the model adds them
-(``benchmark.core.models.transformer``).
+(``faithbench.benchmark.core.models.transformer``).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from pathlib import Path
 
 import torch
 
-from benchmark.core.api import Example, TaskOptions, TaskSpec
-from benchmark.core.errors import DataFileError, InputError
-from benchmark.core.models.training import TrainConfig
-from benchmark.core.models.transformer import TransformerClassifier
+from faithbench.benchmark.core.api import Example, TaskOptions, TaskSpec
+from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.benchmark.core.models.training import TrainConfig
+from faithbench.benchmark.core.models.transformer import TransformerClassifier
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from benchmark.core.api import Batch
+from faithbench.benchmark.core.api import Batch
 
 PAD_ID, MASK_ID = 0, 1
 

@@ -36,8 +36,8 @@ def shared_data() -> Path:
 
 @pytest.fixture(scope="session")
 def synthetic_ready(isolated_cache):
-    from tasks.classification import TaskOptions
-    from tasks.synthetic import TASK
+    from faithbench.tasks.classification import TaskOptions
+    from faithbench.tasks.synthetic import TASK
 
     return TASK.prepare(TaskOptions(), progress=False)
 
@@ -57,7 +57,7 @@ PLUGIN_BATCH_IDS = ("ex-a", "ex-b", "ex-c")
 @pytest.fixture
 def model():
     """A seeded, untrained 16-unit attention classifier over 50 ids, in eval mode."""
-    from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
+    from faithbench.benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
 
     torch.manual_seed(0)
     return AttentionClassifier(ClassifierConfig(vocab_size=50, num_classes=2, embed_dim=16,
@@ -67,6 +67,6 @@ def model():
 @pytest.fixture
 def batch():
     """(batch of three rows of lengths 4, 2, 3 with ids PLUGIN_BATCH_IDS, targets (3,))."""
-    from benchmark.core.vocab import collate
+    from faithbench.benchmark.core.vocab import collate
 
     return collate([[5, 6, 7, 8], [9, 10], [11, 12, 13]], PLUGIN_BATCH_IDS), torch.tensor([0, 1, 0])

@@ -9,10 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmark.cli import main
-from benchmark.core.errors import DataFileError, InputError
-from benchmark.core.records import AgreementRecord, append_jsonl, read_agreements, read_jsonl
-from metrics.agreement import agreement_matrix, kendall_per_instance, top_k_overlap
+from faithbench.benchmark.cli import main
+from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.benchmark.core.records import (
+    AgreementRecord,
+    append_jsonl,
+    read_agreements,
+    read_jsonl,
+)
+from faithbench.metrics.agreement import agreement_matrix, kendall_per_instance, top_k_overlap
 
 PLUGINS = Path(__file__).parent / "plugins"
 FAST = ["--limit", "16", "--batch-size", "8", "--no-progress"]

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from benchmark.core.errors import DataFileError, InputError
-from benchmark.core.stats import corpus_bootstrap
-from metrics.alignment import (
+from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.benchmark.core.stats import corpus_bootstrap
+from faithbench.metrics.alignment import (
     AER,
     PRECISION,
     RECALL,
@@ -24,7 +24,7 @@ from metrics.alignment import (
     link_counts,
     threshold_links,
 )
-from tasks.alignment_data import read_gold, read_parallel
+from faithbench.tasks.alignment_data import read_gold, read_parallel
 
 GOOD = {"id": 1, "src": ["le", "chat"], "tgt": ["the", "cat"], "sure": [[0, 0]],
         "possible": [[0, 0], [1, 1]]}
@@ -151,9 +151,9 @@ def test_the_task_never_trains_on_a_gold_sentence_and_can_drop_bad_links(tmp_pat
     through the run config."""
     import logging
 
-    from benchmark.plan import RunConfig
-    from benchmark.session import task_options
-    from tasks.alignment import TASK
+    from faithbench.benchmark.plan import RunConfig
+    from faithbench.benchmark.session import task_options
+    from faithbench.tasks.alignment import TASK
 
     root = tmp_path / "pair"
     root.mkdir()

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-import submissions
-from benchmark.core.api import PreparedTask, TaskOptions
-from benchmark.plan import RunConfig
-from benchmark.session import EvaluationSession
-from tasks.alignment import BOS, REVERSE_SPEC, TASK
+from faithbench import submissions
+from faithbench.benchmark.core.api import PreparedTask, TaskOptions
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.session import EvaluationSession
+from faithbench.tasks.alignment import BOS, REVERSE_SPEC, TASK
 
 TINY = dataclasses.replace(TASK, model_config={"embed_dim": 32, "hidden": 32, "attn_dim": 32,
                                                "dropout": 0.0}, held_out=300)
@@ -73,7 +73,7 @@ def test_greedy_decoding_matches_one_step_at_a_time(ready):
     source = ready.gold["test"][5].src
     [batched] = ready.translate([source, ready.gold["test"][6].src])[:1]
     words = [ready.model.bos_id]
-    from benchmark.core.vocab import collate
+    from faithbench.benchmark.core.vocab import collate
 
     src = collate([ready.src_vocab.encode(source)], ["x"])
     with torch.no_grad():
@@ -91,8 +91,8 @@ def test_erasure_metrics_on_rows_recomputed_by_hand(ready):
     """aopc_morf and flip_rate on alignment rows: remove the top-k source words (ties
     by position), keep the row's prefix, and read p(reference word) — recomputed here
     one row and one k at a time."""
-    import metrics as metric_registry
-    from benchmark.core.vocab import collate
+    from faithbench import metrics as metric_registry
+    from faithbench.benchmark.core.vocab import collate
 
     session = EvaluationSession(ready, RunConfig(limit=2, batch_size=8, progress=False,
                                                  time_budget_s=None), seed=0)
@@ -123,8 +123,8 @@ def test_aer_sums_rows_per_sentence_and_matches_set_counts(ready, links):
     """Per sentence: the rows' scores form a (T, S) matrix; links read off it and counted
     against the gold with plain sets give the session's per-sentence statistics; the
     record's value is 1 − (Σ|A∩S| + Σ|A∩P|) / (Σ|A| + Σ|S|) over the 4 sentences."""
-    import metrics as metric_registry
-    from metrics.alignment import argmax_links, link_counts, threshold_links
+    from faithbench import metrics as metric_registry
+    from faithbench.metrics.alignment import argmax_links, link_counts, threshold_links
 
     session = EvaluationSession(ready, RunConfig(limit=4, batch_size=7, progress=False,
                                                  time_budget_s=None), seed=0)
@@ -157,12 +157,12 @@ def test_run_writes_alignment_results_the_leaderboard_ranks(tmp_path, shared_dat
     """`faithbench run --tasks alignment` with the tiny model: AER records hold one
     statistics row per sentence pair, entries pass the leaderboard's checks, and rank and
     compare read them (paired over sentences)."""
-    import tasks as task_registry
-    from benchmark.core.records import read_jsonl, read_results
-    from benchmark.runner import run
-    from leaderboard.compare import compare
-    from leaderboard.entry import read_entries
-    from leaderboard.rank import rank
+    from faithbench import tasks as task_registry
+    from faithbench.benchmark.core.records import read_jsonl, read_results
+    from faithbench.benchmark.runner import run
+    from faithbench.leaderboard.compare import compare
+    from faithbench.leaderboard.entry import read_entries
+    from faithbench.leaderboard.rank import rank
 
     monkeypatch.setattr(task_registry.REGISTRY, "_items",
                         {**task_registry.REGISTRY._items, "alignment": TINY})
@@ -186,7 +186,7 @@ def test_run_writes_alignment_results_the_leaderboard_ranks(tmp_path, shared_dat
 
 @pytest.fixture
 def tiny_registered(monkeypatch, shared_data, ready):
-    import tasks as task_registry
+    from faithbench import tasks as task_registry
 
     monkeypatch.setattr(task_registry.REGISTRY, "_items",
                         {**task_registry.REGISTRY._items, "alignment": TINY})
@@ -199,10 +199,10 @@ def test_align_writes_links_that_score_alignments_counts(tmp_path, ready, tiny_r
     import subprocess
     import sys
 
-    from benchmark import alignments
-    from benchmark.cli import EPILOGS
-    from benchmark.core.records import read_jsonl
-    from metrics.alignment import link_counts
+    from faithbench.benchmark import alignments
+    from faithbench.benchmark.cli import EPILOGS
+    from faithbench.benchmark.core.records import read_jsonl
+    from faithbench.metrics.alignment import link_counts
 
     out = tmp_path / "A.jsonl"
     assert alignments.align_to_file("alignment", "attention", str(out), tiny_registered) == 5
@@ -234,8 +234,8 @@ def test_align_writes_links_that_score_alignments_counts(tmp_path, ready, tiny_r
 
 
 def test_score_alignments_names_bad_lines(tmp_path, tiny_registered, ready):
-    from benchmark import alignments
-    from benchmark.core.errors import DataFileError
+    from faithbench.benchmark import alignments
+    from faithbench.benchmark.core.errors import DataFileError
 
     ids = [p.id for p in ready.gold["test"][:5]]
     cases = {
@@ -255,9 +255,9 @@ def test_score_alignments_names_bad_lines(tmp_path, tiny_registered, ready):
 def test_explain_output_scores_back_with_its_rows(tmp_path, tiny_registered, ready):
     """explain writes position, prefix and target_word; score reads them back into the
     same rows, so flip_rate from the file equals the session's."""
-    import metrics as metric_registry
-    from benchmark import verbs
-    from benchmark.core.records import read_jsonl
+    from faithbench import metrics as metric_registry
+    from faithbench.benchmark import verbs
+    from faithbench.benchmark.core.records import read_jsonl
 
     out = tmp_path / "e.jsonl"
     verbs.explain_to_file("alignment", "gradient", str(out), tiny_registered)
@@ -279,9 +279,9 @@ def test_reference_aligners_give_the_scale(tmp_path, tiny_registered, ready, mon
     returns the same links without running eflomal."""
     import eflomal
 
-    from benchmark import alignments
-    from benchmark.core.links import diagonal_links
-    from benchmark.core.records import read_jsonl
+    from faithbench.benchmark import alignments
+    from faithbench.benchmark.core.links import diagonal_links
+    from faithbench.benchmark.core.records import read_jsonl
 
     config = dataclasses.replace(tiny_registered, train_limit=2000, limit=None)
     diag, stat = tmp_path / "diag.jsonl", tmp_path / "eflomal.jsonl"
@@ -330,7 +330,7 @@ def test_the_reverse_task_reads_every_pair_the_other_way(shared_data, ready, rea
 
 @pytest.fixture
 def both_registered(monkeypatch, tiny_registered, ready_reverse):
-    import tasks as task_registry
+    from faithbench import tasks as task_registry
 
     monkeypatch.setattr(task_registry.REGISTRY, "_items",
                         {**task_registry.REGISTRY._items, "alignment_reverse": TINY_REVERSE})
@@ -340,9 +340,9 @@ def both_registered(monkeypatch, tiny_registered, ready_reverse):
 def test_symmetrized_explainer_links_combine_both_models(tmp_path, both_registered, ready):
     """--symmetrize explains alignment_reverse's own model: its links, transposed, are
     intersected with (or grown from) the forward links, pair by pair."""
-    from benchmark import alignments
-    from benchmark.core.links import grow_diag_final
-    from benchmark.core.records import read_jsonl
+    from faithbench.benchmark import alignments
+    from faithbench.benchmark.core.links import grow_diag_final
+    from faithbench.benchmark.core.records import read_jsonl
 
     config = both_registered
     paths = {k: tmp_path / f"{k}.jsonl" for k in ("fwd", "rev", "inter", "gdf")}
@@ -368,13 +368,13 @@ def test_submitted_alignments_rank_and_compare_beside_explainers(tmp_path, share
     """A reference aligner's links, scored with --submit-as, become a leaderboard entry
     that no model produced: it ranks beside the explainers of a run on the same data and
     split, with the AER counted by hand, and compare pairs it with them over sentences."""
-    from benchmark import alignments
-    from benchmark.core.links import diagonal_links, link_counts
-    from benchmark.runner import run
-    from leaderboard.compare import compare
-    from leaderboard.entry import read_entries
-    from leaderboard.rank import rank
-    from leaderboard.suite import MODEL_FREE
+    from faithbench.benchmark import alignments
+    from faithbench.benchmark.core.links import diagonal_links, link_counts
+    from faithbench.benchmark.runner import run
+    from faithbench.leaderboard.compare import compare
+    from faithbench.leaderboard.entry import read_entries
+    from faithbench.leaderboard.rank import rank
+    from faithbench.leaderboard.suite import MODEL_FREE
 
     config = dataclasses.replace(tiny_registered, explainers=("attention",), metrics=("aer",),
                                  out=str(tmp_path / "run"), limit=6)
@@ -427,10 +427,10 @@ def test_gold_alone_is_enough_to_score_links_and_run_the_diagonal(tmp_path, shar
     """A gold-only pair (no validation file, no parallel corpus): before, every verb was
     refused ('missing gold file for split validation', then 'missing parallel training
     corpus'). The AER is recounted here with plain sets."""
-    from benchmark import alignments
-    from benchmark.core.errors import InputError
-    from benchmark.core.links import diagonal_links
-    from benchmark.session import open_session
+    from faithbench.benchmark import alignments
+    from faithbench.benchmark.core.errors import InputError
+    from faithbench.benchmark.core.links import diagonal_links
+    from faithbench.benchmark.session import open_session
 
     gold = _hansards(shared_data, "gold/test.jsonl", 12)
     config = _pair(tmp_path, "gold_only", gold)
@@ -455,8 +455,8 @@ def test_a_small_bitext_trains_with_a_scaled_held_out_slice(tmp_path, shared_dat
     Before: refused, as 160 is not more than the 2,000 held out."""
     import logging
 
-    from benchmark.core.api import TaskOptions
-    from benchmark.core.errors import DataFileError
+    from faithbench.benchmark.core.api import TaskOptions
+    from faithbench.benchmark.core.errors import DataFileError
 
     gold = _hansards(shared_data, "gold/test.jsonl", 10)
     parallel = _hansards(shared_data, "parallel/train.jsonl", 160)
@@ -482,8 +482,8 @@ def test_a_small_bitext_trains_with_a_scaled_held_out_slice(tmp_path, shared_dat
 def test_bad_parallel_files_name_file_line_and_field(tmp_path, shared_data):
     """Before: an empty file ended in a StopIteration traceback, a 0xff byte in a
     UnicodeDecodeError traceback, an empty sentence was trained on."""
-    from benchmark.core.api import TaskOptions
-    from benchmark.core.errors import DataFileError, NotUtf8Error
+    from faithbench.benchmark.core.api import TaskOptions
+    from faithbench.benchmark.core.errors import DataFileError, NotUtf8Error
 
     gold = _hansards(shared_data, "gold/test.jsonl", 3)
     lines = [json.dumps(r).encode() + b"\n" for r in _hansards(shared_data,
@@ -514,7 +514,7 @@ def test_align_keeps_nothing_under_the_output_file(tmp_path, tiny_registered):
     """`faithbench align --out A.jsonl` passes the output file as the run's --out: no
     explanation cache or partial batches may be written under it (they would make
     A.jsonl a folder)."""
-    from benchmark import alignments
+    from faithbench.benchmark import alignments
 
     out = tmp_path / "A.jsonl"
     config = dataclasses.replace(tiny_registered, out=str(out))

@@ -8,13 +8,13 @@ import shutil
 import pytest
 import torch
 
-from benchmark import plan
-from benchmark.core.api import TaskOptions
-from benchmark.core.cache import content_hash, file_hash
-from benchmark.core.records import read_jsonl, read_results, write_jsonl_atomic
-from benchmark.plan import RunConfig
-from benchmark.runner import resolve_explainer, run
-from benchmark.session import open_session
+from faithbench.benchmark import plan
+from faithbench.benchmark.core.api import TaskOptions
+from faithbench.benchmark.core.cache import content_hash, file_hash
+from faithbench.benchmark.core.records import read_jsonl, read_results, write_jsonl_atomic
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.runner import resolve_explainer, run
+from faithbench.benchmark.session import open_session
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -44,7 +44,7 @@ def options(data) -> TaskOptions:
 def test_a_model_evaluated_on_another_test_file_is_not_retrained(data):
     """The model's key hashes the training and validation splits; the test split's
     accuracy is measured again (recounted here) and kept in the model file."""
-    import tasks
+    from faithbench import tasks
     task = tasks.get_task("sentiment")
     first = task.prepare(options(data), progress=False)
     assert not first.loaded_from_cache

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.core.records import read_results
-from benchmark.plan import RunConfig
-from benchmark.runner import run
-from leaderboard.entry import read_entries
+from faithbench.benchmark.core.records import read_results
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.runner import run
+from faithbench.leaderboard.entry import read_entries
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 METRICS = ("comprehensiveness", "flip_rate")
@@ -31,7 +31,7 @@ WAITING = "waiting for another faithbench process"
 
 BLOCKING = '''
 import os, time
-from benchmark.core.api import ExplainerSpec
+from faithbench.benchmark.core.api import ExplainerSpec
 
 
 class Blocking:
@@ -50,8 +50,8 @@ EXPLAINER = Blocking()
 RUN = '''
 import json, logging, sys
 logging.basicConfig(level=logging.INFO)
-from benchmark.plan import RunConfig
-from benchmark.runner import run
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.runner import run
 s = run(RunConfig(out=sys.argv[1], explainers=(sys.argv[2],), metrics=METRICS, limit=24,
                   batch_size=8, progress=False, time_budget_s=None))
 print(json.dumps({"computed": s.computed, "skipped": s.skipped, "failures": len(s.failures)}))

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.cli import build_parser, main
-from benchmark.core.api import Example
-from benchmark.core.errors import InputError
-from leaderboard.entry import read_entries
+from faithbench.benchmark.cli import build_parser, main
+from faithbench.benchmark.core.api import Example
+from faithbench.benchmark.core.errors import InputError
+from faithbench.leaderboard.entry import read_entries
 
 PLUGINS = Path(__file__).parent / "plugins"
 TEMPLATE = Path(__file__).resolve().parent.parent / "submissions" / "TEMPLATE.py"
@@ -85,7 +85,7 @@ def test_leaderboard_without_entries_is_an_input_error(argv, capsys):
 
 
 def _parsed_config(argv):
-    from benchmark.cli import _config
+    from faithbench.benchmark.cli import _config
 
     return _config(build_parser().parse_args(argv))
 
@@ -115,14 +115,14 @@ def test_run_with_seed_records_that_seed(tmp_path, capsys):
 @pytest.fixture
 def no_model(monkeypatch):
     """Preparing any task model fails the test: the checks must come first."""
-    import benchmark.runner
-    import benchmark.session
-    import benchmark.verbs
+    import faithbench.benchmark.runner
+    import faithbench.benchmark.session
+    import faithbench.benchmark.verbs
 
     def refuse(*args, **kwargs):
         raise AssertionError("a model was prepared before the names were checked")
 
-    for module in (benchmark.session, benchmark.runner, benchmark.verbs):
+    for module in (faithbench.benchmark.session, faithbench.benchmark.runner, faithbench.benchmark.verbs):
         monkeypatch.setattr(module, "open_session", refuse)
 
 
@@ -158,8 +158,7 @@ def test_bad_names_and_parameters_exit_2_before_any_work(args, needle, tmp_path,
 
 
 def test_metric_parameters_are_checked_and_listed_when_resolved():
-    import metrics
-
+    from faithbench import metrics
     for name, metric in metrics.REGISTRY.items():  # every parameter has a declared check
         assert {k for k, _ in metric.spec.params} <= set(metrics.PARAMS), name
         assert metrics.check_params(metric) is metric, name  # and its default passes it
@@ -188,12 +187,12 @@ def test_agreement_default_set_leaves_out_what_the_model_cannot_serve(tmp_path, 
 def test_hub_load_fails_fast_with_the_data_dir_hint(monkeypatch):
     """No network here: the hub must be given up on within seconds (``datasets`` alone
     retried for 25-46 s), with the way out in the message."""
-    import tasks.data
+    import faithbench.tasks.data
 
-    monkeypatch.setattr(tasks.data, "hub_reachable", lambda *a, **k: False)  # as offline
+    monkeypatch.setattr(faithbench.tasks.data, "hub_reachable", lambda *a, **k: False)  # as offline
     start = time.perf_counter()
     with pytest.raises(InputError) as caught:
-        tasks.data.load_hub("faithbench-tests/no-such-dataset", ["test"])
+        faithbench.tasks.data.load_hub("faithbench-tests/no-such-dataset", ["test"])
     assert time.perf_counter() - start < 5
     message = str(caught.value)
     assert "--data-dir" in message and "$FAITHBENCH_DATA" in message
@@ -201,10 +200,10 @@ def test_hub_load_fails_fast_with_the_data_dir_hint(monkeypatch):
 
 
 def test_hub_probe_answers_within_its_timeout():
-    import tasks.data
+    import faithbench.tasks.data
 
     start = time.perf_counter()
-    reachable = tasks.data.hub_reachable(timeout=1.0)
+    reachable = faithbench.tasks.data.hub_reachable(timeout=1.0)
     assert isinstance(reachable, bool) and time.perf_counter() - start < 5
 
 
@@ -228,7 +227,7 @@ class _Sorted:
 
 
 def test_limit_takes_the_first_rows_and_sample_a_seeded_draw():
-    from benchmark.plan import RunConfig, select
+    from faithbench.benchmark.plan import RunConfig, select
 
     task = _Sorted()
     first = select(task, "test", RunConfig(limit=20))

@@ -10,9 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from benchmark.core.errors import InputError
-from benchmark.core.records import read_jsonl, read_results
-from benchmark.core.stats import (
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.records import read_jsonl, read_results
+from faithbench.benchmark.core.stats import (
     SEED_T,
     Aggregation,
     bootstrap,
@@ -20,11 +20,11 @@ from benchmark.core.stats import (
     paired_corpus_test,
     sign_flip_test,
 )
-from benchmark.plan import RunConfig, unit_key
-from benchmark.runner import run
-from leaderboard.compare import compare
-from leaderboard.entry import read_entries, write_entry
-from leaderboard.rank import rank
+from faithbench.benchmark.plan import RunConfig, unit_key
+from faithbench.benchmark.runner import run
+from faithbench.leaderboard.compare import compare
+from faithbench.leaderboard.entry import read_entries, write_entry
+from faithbench.leaderboard.rank import rank
 
 AER = Aggregation(("a_s", "a_p", "a", "s"), (1, 1, 0, 0), (0, 0, 1, 1), 1.0, -1.0)
 MEAN = Aggregation(("value", "count"), (1, 0), (0, 1))

@@ -9,7 +9,7 @@ case a coverage's Monte Carlo sd is 0.005; every generator has a fixed seed, so 
 numbers are the same on every run. Tolerance: coverage in [0.94, 0.985] — at least the
 promised 0.95 up to two Monte Carlo sds, and conservative by at most 0.035 (the
 interval adds its two variance parts at their own quantiles; see
-``benchmark.core.seed_interval``).
+``faithbench.benchmark.core.seed_interval``).
 """
 
 import math
@@ -17,7 +17,12 @@ import math
 import numpy as np
 import pytest
 
-from benchmark.core.stats import Aggregation, corpus_estimate, seed_estimate, two_level_bootstrap
+from faithbench.benchmark.core.stats import (
+    Aggregation,
+    corpus_estimate,
+    seed_estimate,
+    two_level_bootstrap,
+)
 
 N, SD_EXAMPLE, SD_NOISE = 200, 0.2, 0.1
 LOW, HIGH = 0.94, 0.985

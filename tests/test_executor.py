@@ -6,8 +6,8 @@ import sys
 import pytest
 import torch
 
-from benchmark.core.cache import weights_hash
-from benchmark.core.executor import InProcessExecutor, ProcessPoolExecutor
+from faithbench.benchmark.core.cache import weights_hash
+from faithbench.benchmark.core.executor import InProcessExecutor, ProcessPoolExecutor
 
 
 def _trainer():
@@ -17,7 +17,7 @@ def _trainer():
 
     import torch as torch_
 
-    from benchmark.core.cache import weights_hash as hash_
+    from faithbench.benchmark.core.cache import weights_hash as hash_
 
     def train(seed: int) -> tuple[str, int]:
         torch_.manual_seed(seed)
@@ -87,8 +87,8 @@ def test_jobs_run_at_one_thread_and_the_callers_count_comes_back():
 
 
 def test_unknown_executor_is_named():
-    from benchmark.core.errors import InputError
-    from benchmark.core.executor import make_executor
+    from faithbench.benchmark.core.errors import InputError
+    from faithbench.benchmark.core.executor import make_executor
 
     with pytest.raises(InputError, match="unknown executor 'dask'; choose one of in-process, pool, ray"):
         make_executor("dask")
@@ -137,7 +137,7 @@ def ray_cluster(tmp_path_factory):
 
 
 def test_ray_runs_jobs_on_the_cluster_with_the_same_results(ray_cluster):
-    from benchmark.core.executor import RayExecutor
+    from faithbench.benchmark.core.executor import RayExecutor
 
     seeds = [3, 1, 4]
     here = InProcessExecutor().map(_train, seeds)
@@ -162,10 +162,10 @@ def test_a_roar_retraining_job_gives_the_same_model_on_ray(ray_cluster, tmp_path
     workers and here: the model file that comes back holds bit-identical weights."""
     import io
 
-    from benchmark.core.api import TaskOptions
-    from benchmark.core.executor import RayExecutor
-    from benchmark.roar import TrainJob, train_job
-    from metrics.masking import RandomMask
+    from faithbench.benchmark.core.api import TaskOptions
+    from faithbench.benchmark.core.executor import RayExecutor
+    from faithbench.benchmark.roar import TrainJob, train_job
+    from faithbench.metrics.masking import RandomMask
 
     monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path / "cache"))
     jobs = [TrainJob("synthetic", TaskOptions(seed=s, train_limit=400, epochs=2,
@@ -186,7 +186,7 @@ def test_a_roar_retraining_job_gives_the_same_model_on_ray(ray_cluster, tmp_path
 def test_faithbench_errors_raised_in_a_worker_come_back_whole():
     """Their __init__ takes other arguments than their message: pickled by ``args``
     alone, a worker's PluginError broke the pool (seen in a ROAR sweep)."""
-    from benchmark.core.errors import DataFileError, NotUtf8Error, PluginError
+    from faithbench.benchmark.core.errors import DataFileError, NotUtf8Error, PluginError
 
     def fail(j):
         if j == 0:

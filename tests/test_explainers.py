@@ -14,15 +14,15 @@ import pytest
 import torch
 from torch import nn
 
-import submissions
-from benchmark.core.api import Batch, Explainer, ExplainerSpec
-from benchmark.core.isolation import InProcess
-from benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
-from benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
-from benchmark.core.validation import run_checks
-from benchmark.core.vocab import collate
-from submissions.integrated_gradients import IntegratedGradientsExplainer
-from submissions.occlusion import OcclusionExplainer
+from faithbench import submissions
+from faithbench.benchmark.core.api import Batch, Explainer, ExplainerSpec
+from faithbench.benchmark.core.isolation import InProcess
+from faithbench.benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
+from faithbench.benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
+from faithbench.benchmark.core.validation import run_checks
+from faithbench.benchmark.core.vocab import collate
+from faithbench.submissions.integrated_gradients import IntegratedGradientsExplainer
+from faithbench.submissions.occlusion import OcclusionExplainer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -412,7 +412,7 @@ def test_explainers_pass_plugin_checks_on_alignment_rows(reversal):
 def test_a_worker_explains_alignment_rows_as_this_process_does(reversal):
     """A worker gets the seq2seq model as a file and the rows, prefixes included, over
     the wire; its scores are this process's."""
-    from benchmark.core.isolation import plugin_caller
+    from faithbench.benchmark.core.isolation import plugin_caller
 
     model, (batch, target, _) = reversal
     small, t = batch.select(list(range(12))), target[:12]

@@ -82,7 +82,7 @@ def describe(action: argparse.Action) -> dict:
 
 
 def verbs() -> dict:
-    from benchmark.cli import build_parser
+    from faithbench.benchmark.cli import build_parser
 
     parser = build_parser()
     out = {"(global)": {}}
@@ -102,7 +102,7 @@ def test_every_verbs_options_and_defaults():
 
 def cli(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     tail = ("--no-progress",) if args[0] in ("run", "roar") else ()
-    return subprocess.run([sys.executable, "-m", "benchmark.cli", "--threads", "1", *args, *tail],
+    return subprocess.run([sys.executable, "-m", "faithbench.benchmark.cli", "--threads", "1", *args, *tail],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False)
 
 
@@ -167,7 +167,7 @@ def test_leaderboard_csv_headers(small_run):
 def test_unit_and_model_keys_of_synthetic_seed_0(synthetic_ready):
     """Keys hash inputs, not trained weights, so these are fixed by the code alone; the
     checkpoint below is a literal (a weights hash differs across CPUs)."""
-    from benchmark.plan import unit_key
+    from faithbench.benchmark.plan import unit_key
 
     comp = "comprehensiveness[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil]@1"
     args = {"seed": 0, "data": synthetic_ready.data_fingerprint}

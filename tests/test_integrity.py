@@ -16,17 +16,17 @@ from pathlib import Path
 import pytest
 import torch
 
-import benchmark.session as session_module
-from benchmark.cli import main
-from benchmark.core.cache import content_hash, file_hash
-from benchmark.core.errors import IntegrityError
-from benchmark.core.records import read_jsonl, write_jsonl_atomic
-from benchmark.plan import RunConfig
-from benchmark.runner import resolve_explainer, run
-from benchmark.session import Explained, open_session
-from leaderboard.entry import read_entries
-from leaderboard.rank import rank
-from leaderboard.render import render_comparison, render_leaderboard
+import faithbench.benchmark.session as session_module
+from faithbench.benchmark.cli import main
+from faithbench.benchmark.core.cache import content_hash, file_hash
+from faithbench.benchmark.core.errors import IntegrityError
+from faithbench.benchmark.core.records import read_jsonl, write_jsonl_atomic
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.runner import resolve_explainer, run
+from faithbench.benchmark.session import Explained, open_session
+from faithbench.leaderboard.entry import read_entries
+from faithbench.leaderboard.rank import rank
+from faithbench.leaderboard.render import render_comparison, render_leaderboard
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 FAST = {"limit": 24, "batch_size": 8, "progress": False}
@@ -38,8 +38,8 @@ FAST = {"limit": 24, "batch_size": 8, "progress": False}
 def own_cache(tmp_path, monkeypatch):
     """A model cache of this test's own (the shared one must stay intact)."""
     monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path / "cache"))
-    from tasks.classification import TaskOptions
-    from tasks.synthetic import TASK
+    from faithbench.tasks.classification import TaskOptions
+    from faithbench.tasks.synthetic import TASK
 
     ready = TASK.prepare(TaskOptions(), progress=False)
     return TASK, TaskOptions, ready

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmark.core.cache import weights_hash
-from benchmark.core.errors import InputError, PluginError
-from benchmark.core.isolation import InProcess, Worker, is_reference, plugin_caller
-from benchmark.core.plugins import load_explainer
-from benchmark.core.records import read_jsonl, read_results
-from benchmark.plan import RunConfig
-from benchmark.runner import resolve_explainer, run
-from benchmark.verbs import validate_plugin
+from faithbench.benchmark.core.cache import weights_hash
+from faithbench.benchmark.core.errors import InputError, PluginError
+from faithbench.benchmark.core.isolation import InProcess, Worker, is_reference, plugin_caller
+from faithbench.benchmark.core.plugins import load_explainer
+from faithbench.benchmark.core.records import read_jsonl, read_results
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.runner import resolve_explainer, run
+from faithbench.benchmark.verbs import validate_plugin
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 PLUGINS = Path(__file__).parent / "plugins"
@@ -110,7 +110,7 @@ class _ChangesWeights:
     """Built in this process by the caller (not loaded): runs here when asked to."""
 
     def __init__(self):
-        from benchmark.core.api import ExplainerSpec
+        from faithbench.benchmark.core.api import ExplainerSpec
 
         self.spec = ExplainerSpec(name="local_weights", version="1")
 
@@ -191,7 +191,7 @@ class _SleepsPerToken:
     """An outside plugin whose cost is ``per_token`` seconds per real token of a batch."""
 
     def __init__(self, per_token: float):
-        from benchmark.core.api import ExplainerSpec
+        from faithbench.benchmark.core.api import ExplainerSpec
 
         self.spec, self.per_token = ExplainerSpec(name="sleeps", version="1"), per_token
 
@@ -204,7 +204,7 @@ class _SleepsPerToken:
 def test_a_plugins_budget_scales_with_example_length(model, isolation):
     """0.1 s per example of up to 32 tokens: a 320-token example may take 1.0 s, so 0.32 s
     passes (before: failed the fixed 0.1 s); a 10-token one taking 0.3 s still fails."""
-    from benchmark.core.vocab import collate
+    from faithbench.benchmark.core.vocab import collate
 
     long = collate([[5] * 320], ["long"])
     with plugin_caller(_SleepsPerToken(0.001), model, time_budget_s=0.1,

@@ -1,9 +1,9 @@
-"""The one place layering is checked. The five packages are this checkout's (their
-names are generic on PyPI), and imports go one way: core <- tasks, metrics,
+"""The one place layering is checked. The five packages are this checkout's folders,
+installed under the one import package ``faithbench``, and imports go one way: core <- tasks, metrics,
 submissions <- session <- runner/verbs/CLI; the top layer sees tasks only through the
 ``Task`` protocol and the registry; the leaderboard needs only records, stats and the
 shared name lists (no torch); a submission sees faithbench only through
-``benchmark.core.api``, like an outsider."""
+``faithbench.api``, like an outsider."""
 
 import ast
 import importlib
@@ -18,11 +18,26 @@ PACKAGES = ("benchmark", "tasks", "metrics", "submissions", "leaderboard")
 
 @pytest.mark.parametrize("name", PACKAGES)
 def test_package_is_this_checkout(name):
-    module = importlib.import_module(name)
+    module = importlib.import_module(f"faithbench.{name}")
     assert Path(module.__file__).resolve().parent == REPO / name
 
 
-def _imports(path: Path) -> set[str]:
+@pytest.mark.parametrize("name", PACKAGES)
+def test_no_folder_is_imported_under_its_own_name(name):
+    """Code, tests and doctests import ``faithbench.<folder>``; the bare folder name
+    would load a second copy of every module (two registries, two classes)."""
+    for path in REPO.glob("*/**/*.py"):
+        if path.name == "legacy_import.py":  # the plugin that tests the old name on purpose
+            continue
+        if path.parts[len(REPO.parts)] in (*PACKAGES, "faithbench", "tests", "benchmarks"):
+            names = _imports(path, strip=False)
+            assert not {n for n in names if n.split(".")[0] == name}, f"{path} imports {name}"
+
+
+def _imports(path: Path, *, strip: bool = True) -> set[str]:
+    """Every module ``path`` imports (``from faithbench import x`` counts as
+    ``faithbench.x``); with ``strip``, faithbench's own without the prefix, so that
+    layers read as folder names (``benchmark.core``, ``tasks``)."""
     tree = ast.parse(path.read_text())
     out = set()
     for node in ast.walk(tree):
@@ -30,12 +45,17 @@ def _imports(path: Path) -> set[str]:
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             assert node.level == 0, f"{path}: relative import"
-            out.add(node.module)
+            if node.module == "faithbench":
+                out |= {f"faithbench.{a.name}" for a in node.names}
+            else:
+                out.add(node.module)
+    if strip:
+        out = {n.removeprefix("faithbench.") if n.startswith("faithbench.") else n for n in out}
     return out
 
 
 def _ours(names: set[str]) -> set[str]:
-    return {n for n in names if n.split(".")[0] in PACKAGES}
+    return {n for n in names if n.split(".")[0] in PACKAGES or n == "api"}
 
 
 def _files(folder: str):
@@ -44,8 +64,7 @@ def _files(folder: str):
 
 def test_core_imports_only_core():
     for path in _files("benchmark/core"):
-        bad = {n for n in _ours(_imports(path)) if not n.startswith("benchmark.core")
-               and n != "benchmark"}
+        bad = {n for n in _ours(_imports(path)) if not n.startswith("benchmark.core")}
         assert not bad, f"{path} imports {bad}"
 
 
@@ -60,7 +79,7 @@ def test_middle_layer_imports_core_only(folder):
 def test_submissions_import_only_the_public_api(path):
     """The registry file may also use the shared Registry; no submission may import
     stdlib ``random`` (the ``rng`` argument is the only randomness allowed)."""
-    allowed = {"benchmark.core.api"} | (
+    allowed = {"api"} | (
         {"benchmark.core.registry", "submissions"} if path.name == "__init__.py" else set())
     names = _imports(path)
     bad = {n for n in _ours(names) if n not in allowed}

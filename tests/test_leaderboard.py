@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import leaderboard.entry as entry_module
-from benchmark.core.cache import content_hash
-from benchmark.core.errors import DataFileError, InputError, UnknownNameError
-from benchmark.core.stats import SEED_T, bootstrap
-from leaderboard import (
+import faithbench.leaderboard.entry as entry_module
+from faithbench.benchmark.core.cache import content_hash
+from faithbench.benchmark.core.errors import DataFileError, InputError, UnknownNameError
+from faithbench.benchmark.core.stats import SEED_T, bootstrap
+from faithbench.leaderboard import (
     compare,
     find_entry,
     rank,
@@ -28,8 +28,8 @@ from leaderboard import (
     render_matrix,
     write_entry,
 )
-from leaderboard.compare import NO_DIFFERENCE
-from leaderboard.render import OVERLAP_IS_NO_TEST
+from faithbench.leaderboard.compare import NO_DIFFERENCE
+from faithbench.leaderboard.render import OVERLAP_IS_NO_TEST
 
 TASK = "sentiment@1"
 COMP = "comprehensiveness[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil]@1"

@@ -7,9 +7,9 @@ three seeds, any LEAKS appears in at most about 5 % of datasets, where the old r
 import numpy as np
 import pytest
 
-from benchmark.core.stats import sign_flip_test, two_level_bootstrap
-from benchmark.roar import LENGTH, RANDOM, report
-from benchmark.roar_report import leakage_cells
+from faithbench.benchmark.core.stats import sign_flip_test, two_level_bootstrap
+from faithbench.benchmark.roar import LENGTH, RANDOM, report
+from faithbench.benchmark.roar_report import leakage_cells
 
 
 def _row(mask, ratio, seed, correct):

@@ -3,10 +3,10 @@ ties, the float pitfall of floor(k · n), keys, and the random baseline's determ
 
 import pytest
 
-from benchmark.core.api import DataTransform, Example
-from benchmark.core.errors import InputError
-from benchmark.core.vocab import UNK
-from metrics.masking import (
+from faithbench.benchmark.core.api import DataTransform, Example
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.vocab import UNK
+from faithbench.metrics.masking import (
     KEPT,
     MaskPattern,
     RandomMask,
@@ -98,8 +98,8 @@ def test_mask_pattern_keeps_where_the_mask_fell_and_no_word():
 def test_masked_training_masks_half_the_batch_at_a_uniform_ratio_and_never_padding():
     import torch
 
-    from benchmark.core.api import Batch
-    from benchmark.core.models.training import TrainConfig, random_masking
+    from faithbench.benchmark.core.api import Batch
+    from faithbench.benchmark.core.models.training import TrainConfig, random_masking
 
     rows, width = 20_000, 20
     ids = torch.full((rows, width), 7)
@@ -122,10 +122,10 @@ def test_masked_training_masks_half_the_batch_at_a_uniform_ratio_and_never_paddi
 
 
 def test_masked_training_is_an_option_of_the_task_and_of_the_run():
-    from benchmark.cli import _config, build_parser
-    from benchmark.core.api import TaskOptions
-    from benchmark.session import task_options
-    from tasks.synthetic import TASK
+    from faithbench.benchmark.cli import _config, build_parser
+    from faithbench.benchmark.core.api import TaskOptions
+    from faithbench.benchmark.session import task_options
+    from faithbench.tasks.synthetic import TASK
 
     args = build_parser().parse_args(["run", "--masked-training"])
     options = task_options(_config(args), 0)

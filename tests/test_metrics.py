@@ -16,7 +16,7 @@ import re
 import pytest
 import torch
 
-from benchmark.core.api import (
+from faithbench.benchmark.core.api import (
     ALIGNMENT,
     CLASSIFICATION,
     PAIR_CLASSIFICATION,
@@ -26,10 +26,10 @@ from benchmark.core.api import (
     SimpleMetric,
     canonical_id,
 )
-from benchmark.core.errors import InputError, UnknownNameError
-from benchmark.core.perturb import Perturber
-from metrics import REGISTRY, default_metrics, get_metric, with_params
-from metrics.rationale import bin_sizes
+from faithbench.benchmark.core.errors import InputError, UnknownNameError
+from faithbench.benchmark.core.perturb import Perturber
+from faithbench.metrics import REGISTRY, default_metrics, get_metric, with_params
+from faithbench.metrics.rationale import bin_sizes
 from tests.analytic import BagOfWords, make_batch
 
 CHUNKS = (1, 2, 3, 512)
@@ -629,8 +629,8 @@ def test_empty_example_is_an_error_naming_it(name):
 # ---- ferret's tie order (ties=stable / introsort / numpy) ----------------------------------
 
 def _votes_input(ids, scores):
-    from benchmark.core.api import Batch
-    from metrics.variants import Votes
+    from faithbench.benchmark.core.api import Batch
+    from faithbench.testing import Votes
     batch = Batch(torch.tensor([ids]), torch.ones(1, len(ids), dtype=torch.bool), ("a",))
     perturber = Perturber(Votes())
     return MetricInput(batch, torch.tensor([scores]), torch.tensor([0]),
@@ -652,7 +652,7 @@ def test_stable_and_introsort_ties_put_the_later_equal_score_first():
 
 
 def test_argsort_top_k_orders_ties_as_worked_by_hand():
-    from metrics.variants import argsort_top_k
+    from faithbench.metrics.variants import argsort_top_k
     scores = torch.tensor([[2.0, 1.0, 2.0, 1.0, 0.5]])
     mask = torch.tensor([[True, True, True, True, False]])
     # ascending stable argsort of the 4 real scores: 1, 3, 0, 2; reversed: 2, 0, 3, 1
@@ -672,7 +672,7 @@ ORGAN_PIPE_FIRST = ("leeeellllllllleeeeeeellleeleeeellelleellllleleleeeeeeeeelll
 
 
 def test_introsort_is_numpys_own_argsort():
-    from metrics.variants import introsort_argsort
+    from faithbench.metrics.variants import introsort_argsort
     values, want = INTROSORT_17
     assert introsort_argsort(values) == want
     assert introsort_argsort(values) != sorted(range(17), key=lambda i: values[i])  # not stable
@@ -684,7 +684,7 @@ def test_introsort_is_numpys_own_argsort():
 
 
 def test_ferret_preset_uses_the_machine_free_order_and_unknown_ties_are_refused():
-    from metrics import resolve
+    from faithbench.metrics import resolve
     assert resolve("comprehensiveness[preset=ferret]").spec.param("ties") == "introsort"
     inp = _votes_input([2, 3], [1.0, 0.0])
     with pytest.raises(InputError, match="unknown ties 'quick'.*stable, introsort, numpy"):
@@ -700,7 +700,7 @@ def test_grow_diag_final_adds_forward_links_before_reverse_ones():
     Final step, forward first: (0, 0) and (1, 1) enter (their words were unaligned); then
     (0, 1) has source 0 and target 1 aligned already and stays out. Reverse first: (0, 1)
     enters, then (0, 0) (target 0 unaligned) and (1, 1) (source 1 unaligned): all three."""
-    from benchmark.core.links import symmetrize, transpose
+    from faithbench.benchmark.core.links import symmetrize, transpose
     forward, reverse_own_frame = {(0, 0), (1, 1)}, {(1, 0)}
     reverse = transpose(reverse_own_frame)
     assert reverse == {(0, 1)}

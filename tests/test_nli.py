@@ -6,13 +6,17 @@ import json
 import pytest
 import torch
 
-from benchmark.core.models.pair_classifier import PairAttentionClassifier, PairConfig, split_segment
-from benchmark.core.records import read_results
-from benchmark.core.vocab import collate
-from benchmark.plan import RunConfig
-from benchmark.runner import run
-from tasks.classification import TaskOptions
-from tasks.nli import read, tokenize
+from faithbench.benchmark.core.models.pair_classifier import (
+    PairAttentionClassifier,
+    PairConfig,
+    split_segment,
+)
+from faithbench.benchmark.core.records import read_results
+from faithbench.benchmark.core.vocab import collate
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.runner import run
+from faithbench.tasks.classification import TaskOptions
+from faithbench.tasks.nli import read, tokenize
 
 
 def test_tokenize():
@@ -78,8 +82,8 @@ def test_pipeline_with_per_segment_metrics(shared_data, tmp_path):
     # segment_share recomputed by hand from the cached explanations and the segments
     import math
 
-    from benchmark.core.records import read_jsonl
-    from tasks.nli import TASK
+    from faithbench.benchmark.core.records import read_jsonl
+    from faithbench.tasks.nli import TASK
 
     ready = TASK.prepare(TaskOptions(data_dir=str(shared_data), train_limit=800, epochs=1),
                          progress=False)
@@ -124,8 +128,8 @@ def test_esnli_csv_highlights_become_the_reference(tmp_path):
 
 def test_explain_score_predict_on_pairs(shared_data, tmp_path, capsys):
     """The file verbs carry segment ids for pairs (same cached slice model as above)."""
-    from benchmark.cli import main
-    from benchmark.core.records import read_jsonl
+    from faithbench.benchmark.cli import main
+    from faithbench.benchmark.core.records import read_jsonl
 
     common = ["--task", "nli", "--data-dir", str(shared_data), "--train-limit", "800",
               "--epochs", "1", "--no-progress"]
@@ -160,7 +164,7 @@ def _snli(tmp_path, test_rows):
 @pytest.mark.parametrize("field", ["premise", "hypothesis"])
 def test_an_empty_premise_or_hypothesis_is_refused_at_load(tmp_path, field):
     """Before: loaded, and an empty hypothesis made a row with no segment-1 token."""
-    from benchmark.core.errors import DataFileError
+    from faithbench.benchmark.core.errors import DataFileError
 
     good = {"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": 0}
     with pytest.raises(DataFileError, match="empty text") as info:
@@ -175,7 +179,7 @@ def test_an_esnli_csv_that_is_not_utf8_names_line_and_offset(tmp_path):
     import shutil
     from pathlib import Path
 
-    from benchmark.core.errors import NotUtf8Error
+    from faithbench.benchmark.core.errors import NotUtf8Error
 
     sample = Path(__file__).parent / "fixtures" / "esnli" / "esnli_dev_sample.csv"
     (tmp_path / "esnli").mkdir()
@@ -196,14 +200,14 @@ def test_a_hub_copy_leaves_out_empty_pairs_keeping_their_ids(monkeypatch, caplog
 
     import datasets
 
-    import tasks.nli
+    import faithbench.tasks.nli
 
     rows = datasets.Dataset.from_list([
         {"premise": "A dog runs.", "hypothesis": "An animal moves.", "label": 0},
         {"premise": "A dog runs.", "hypothesis": "", "label": 1},
         {"premise": "A cat sits.", "hypothesis": "A cat sleeps.", "label": 1}])
     monkeypatch.delenv("FAITHBENCH_DATA", raising=False)
-    monkeypatch.setattr(tasks.nli, "load_hub", lambda name, splits: dict.fromkeys(splits, rows))
+    monkeypatch.setattr(faithbench.tasks.nli, "load_hub", lambda name, splits: dict.fromkeys(splits, rows))
     with caplog.at_level(logging.WARNING):
         splits = read(TaskOptions())
     assert [e.id for e in splits["test"]] == ["test-0", "test-2"]

@@ -7,7 +7,7 @@ import pytest
 import torch
 from sklearn.metrics import roc_auc_score
 
-from metrics.ood import Mahalanobis, auroc, hidden_states
+from faithbench.metrics.ood import Mahalanobis, auroc, hidden_states
 
 
 def test_auroc_is_the_mann_whitney_probability_with_ties_at_half():
@@ -33,7 +33,7 @@ def test_mahalanobis_is_the_distance_to_the_nearest_class_mean_under_the_pooled_
 
 
 def test_hidden_states_are_the_output_layers_input(model):
-    from benchmark.core.vocab import collate
+    from faithbench.benchmark.core.vocab import collate
 
     batch = collate([[5, 6, 7], [8, 9]], ["a", "b"], pad_id=0)
     h = hidden_states(model, [batch])
@@ -45,8 +45,8 @@ def test_hidden_states_are_the_output_layers_input(model):
 
 
 def test_the_nli_models_output_layer_is_the_last_of_its_mlp():
-    from benchmark.core.models.pair_classifier import PairAttentionClassifier, PairConfig
-    from metrics.ood import output_layer
+    from faithbench.benchmark.core.models.pair_classifier import PairAttentionClassifier, PairConfig
+    from faithbench.metrics.ood import output_layer
 
     pair = PairAttentionClassifier(PairConfig(vocab_size=20, num_classes=3))
     assert output_layer(pair) is pair.mlp[-1]

@@ -1,4 +1,4 @@
-"""Plausibility against human rationales: the four metrics of ``metrics.plausibility``
+"""Plausibility against human rationales: the four metrics of ``faithbench.metrics.plausibility``
 on hand-worked rankings, and the rules that turn SST phrase labels and e-SNLI
 highlights into token masks.
 
@@ -19,11 +19,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmark.core.api import ALIGNMENT, CLASSIFICATION, PAIR_CLASSIFICATION, MetricInput
-from benchmark.core.errors import DataFileError, InputError
-from metrics import REGISTRY, default_metrics, get_metric, resolve, with_params
-from metrics.plausibility import EmptyReferenceError
-from tasks.rationales import (
+from faithbench.benchmark.core.api import (
+    ALIGNMENT,
+    CLASSIFICATION,
+    PAIR_CLASSIFICATION,
+    MetricInput,
+)
+from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.metrics import REGISTRY, default_metrics, get_metric, resolve, with_params
+from faithbench.metrics.plausibility import EmptyReferenceError
+from faithbench.tasks.rationales import (
     RationaleError,
     esnli_highlights,
     load_esnli_csv,
@@ -386,7 +391,7 @@ WORDS_EXPECTED = {"r_precision": (1.0, 0.5), "average_precision": (1.0, 7 / 12),
 
 
 def word_input(rate=None):
-    from benchmark.core.api import Batch
+    from faithbench.benchmark.core.api import Batch
     batch = Batch(torch.tensor([[5, 6, 7, 8, 0]]), torch.tensor([[T, T, T, T, F]]), ("x",),
                   words=torch.tensor([[0, 0, 1, 2, 0]]))
     return MetricInput(batch, torch.tensor([[0.3, 0.3, 0.5, 0.1, 9.0]]), torch.tensor([0]),
@@ -417,8 +422,8 @@ def test_token_f1_counts_words_and_needs_k_frac_for_pieces():
 def test_engine_reference_rate_counts_words():
     """un ##funny | film | ok with word 0 marked: 1 of 3 words (2 of 4 pieces); a word-level
     example [T, F] gives 1/2; the mean is (1/3 + 1/2) / 2 = 5/12."""
-    from benchmark.core.api import Example
-    from benchmark.session import reference_rate
+    from faithbench.benchmark.core.api import Example
+    from faithbench.benchmark.session import reference_rate
     sub = Example("a", ("un", "##funny", "film", "ok"), 0, reference=(T, T, F, F),
                   words=(0, 0, 1, 2))
     plain = Example("b", ("good", "film"), 1, reference=(T, F))
@@ -562,8 +567,8 @@ def test_sst_train_no_break_space_leaf(shared_data):
 
 
 def test_sentiment_examples_carry_the_rationale(shared_data):
-    from tasks.classification import TaskOptions
-    from tasks.sentiment import SPEC, read
+    from faithbench.tasks.classification import TaskOptions
+    from faithbench.tasks.sentiment import SPEC, read
 
     assert SPEC.has_reference and SPEC.version == "1"
     splits = read(TaskOptions(data_dir=str(shared_data), variant="sentences"))

@@ -7,16 +7,18 @@ hostile ones in tests/test_sandbox.py."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-import submissions
-from benchmark.core.errors import PluginError
-from benchmark.core.isolation import plugin_caller
-from benchmark.core.plugins import ENTRY_POINT_GROUP, PluginExplainer, load_explainer
-from benchmark.core.validation import run_checks
+from faithbench import submissions
+from faithbench.benchmark.core.errors import PluginError
+from faithbench.benchmark.core.isolation import plugin_caller
+from faithbench.benchmark.core.plugins import ENTRY_POINT_GROUP, PluginExplainer, load_explainer
+from faithbench.benchmark.core.validation import run_checks
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -74,7 +76,7 @@ def installed_entry_point(root: Path, monkeypatch, name: str, value: str) -> Non
     monkeypatch.syspath_prepend(str(root))
 
 
-@pytest.mark.parametrize("value", ["submissions.occlusion", "submissions.occlusion:EXPLAINER"])
+@pytest.mark.parametrize("value", ["faithbench.submissions.occlusion", "faithbench.submissions.occlusion:EXPLAINER"])
 def test_load_by_entry_point(tmp_path, monkeypatch, value):
     installed_entry_point(tmp_path, monkeypatch, "my_occlusion", value)
     explainer = load_explainer("my_occlusion")
@@ -178,3 +180,13 @@ def test_run_checks_on_an_object_without_spec(model, batch):
     results = run_checks(object(), None, b, target)
     assert [(r.check, r.passed) for r in results] == [("spec", False)]
     assert "no `spec`" in results[0].detail
+
+
+def test_a_plugin_importing_the_old_package_name_still_validates_with_a_warning():
+    """``from benchmark.core.api import ...`` (before the faithbench namespace) resolves
+    in the worker to faithbench's own module, and the worker says what to import."""
+    done = subprocess.run([sys.executable, "-m", "faithbench.benchmark.cli", "--threads", "1",
+                           "validate", str(BROKEN / "legacy_import.py")],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "LegacyImportWarning" in done.stderr and "faithbench.api" in done.stderr

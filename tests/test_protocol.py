@@ -11,15 +11,15 @@ import math
 import pytest
 import torch
 
-from benchmark.cli import _config, build_parser, main
-from benchmark.core.cache import weights_hash
-from benchmark.core.records import read_jsonl
-from benchmark.plan import RunConfig
-from benchmark.verbs import score_file
-from tasks.classification import TaskOptions
-from tasks.nli import SPEC as NLI
-from tasks.sentiment import SPEC as SENTIMENT
-from tasks.synthetic import TASK as SYNTHETIC
+from faithbench.benchmark.cli import _config, build_parser, main
+from faithbench.benchmark.core.cache import weights_hash
+from faithbench.benchmark.core.records import read_jsonl
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.verbs import score_file
+from faithbench.tasks.classification import TaskOptions
+from faithbench.tasks.nli import SPEC as NLI
+from faithbench.tasks.sentiment import SPEC as SENTIMENT
+from faithbench.tasks.synthetic import TASK as SYNTHETIC
 
 SMALL = dict(train_limit=300, epochs=2)
 
@@ -55,8 +55,8 @@ def test_word_dropout_trains_the_unknown_word_embedding(tmp_path, monkeypatch, o
     dropout ever feeds <unk> to the model: with it the vector moves, without it not."""
     from dataclasses import replace
 
-    from benchmark.core.models.training import seed_everything
-    from tasks.classification import ClassificationTask
+    from faithbench.benchmark.core.models.training import seed_everything
+    from faithbench.tasks.classification import ClassificationTask
 
     def unk_moved(task: ClassificationTask) -> float:
         ready = task.prepare(TaskOptions(seed=0, **SMALL), progress=False)
@@ -85,11 +85,11 @@ def test_flips_are_counted_against_the_prediction_not_the_target(tmp_path, synth
     examples = synthetic_ready.examples("test", limit=16)
 
     def pred(tokens):
-        from benchmark.core.vocab import collate
+        from faithbench.benchmark.core.vocab import collate
 
         batch = collate([vocab.encode(tokens)], ["x"]) if tokens else None
         if batch is None:
-            from benchmark.core.api import Batch
+            from faithbench.benchmark.core.api import Batch
 
             batch = Batch(torch.zeros(1, 1, dtype=torch.long), torch.zeros(1, 1, dtype=torch.bool),
                           ("x",))

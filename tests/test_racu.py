@@ -6,7 +6,7 @@ their per-seed formula, and its interval against the linearized values written o
 import numpy as np
 import pytest
 
-from benchmark.core.stats import racu, racu_estimate, seed_estimate
+from faithbench.benchmark.core.stats import racu, racu_estimate, seed_estimate
 
 X = [0.0, 0.1, 0.5, 1.0]
 

@@ -4,8 +4,8 @@ that command prints, and leaves tables whose entries are absent alone."""
 import importlib.util
 from pathlib import Path
 
-from benchmark.plan import RunConfig
-from benchmark.runner import run
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.runner import run
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "readme_tables.py"
 spec = importlib.util.spec_from_file_location("readme_tables", SCRIPT)

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.core.errors import DataFileError, NotUtf8Error
-from benchmark.core.records import append_jsonl, read_jsonl, read_results
-from benchmark.core.stats import BOOTSTRAP, bootstrap
+from faithbench.benchmark.core.errors import DataFileError, NotUtf8Error
+from faithbench.benchmark.core.records import append_jsonl, read_jsonl, read_results
+from faithbench.benchmark.core.stats import BOOTSTRAP, bootstrap
 
 FIXTURES = Path(__file__).parent / "fixtures" / "results"
 

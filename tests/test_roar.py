@@ -6,13 +6,13 @@ is recounted one example at a time with the cached retrained model."""
 import pytest
 import torch
 
-import tasks as task_registry
-from benchmark.core.api import TaskOptions
-from benchmark.core.records import read_results
-from benchmark.plan import RunConfig
-from benchmark.runner import resolve_explainer, run
-from benchmark.session import open_session
-from metrics.masking import TopKMask
+from faithbench import tasks as task_registry
+from faithbench.benchmark.core.api import TaskOptions
+from faithbench.benchmark.core.records import read_results
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.runner import resolve_explainer, run
+from faithbench.benchmark.session import open_session
+from faithbench.metrics.masking import TopKMask
 
 
 @pytest.fixture

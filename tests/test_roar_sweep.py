@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 import torch
 
-import tasks as task_registry
-from benchmark.core.api import TaskOptions
-from benchmark.core.records import read_jsonl
-from benchmark.core.stats import racu
-from benchmark.plan import RunConfig
-from benchmark.roar import ALL, CLEAN, LENGTH, RANDOM, SweepConfig, report, sweep
-from metrics.masking import RandomMask
+from faithbench import tasks as task_registry
+from faithbench.benchmark.core.api import TaskOptions
+from faithbench.benchmark.core.records import read_jsonl
+from faithbench.benchmark.core.stats import racu
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.roar import ALL, CLEAN, LENGTH, RANDOM, SweepConfig, report, sweep
+from faithbench.metrics.masking import RandomMask
 
 SMALL = SweepConfig(ratios=(0.3, 0.6), recursive=True)
 OCC = "occlusion[eraser=delete]@1"
@@ -152,8 +152,8 @@ def test_a_finished_sweep_reruns_as_a_report_without_training(swept, monkeypatch
     def refuse(job):
         raise AssertionError(f"a finished sweep ran {job!r}")
 
-    monkeypatch.setattr("benchmark.roar.train_job", refuse)
-    monkeypatch.setattr("benchmark.roar.explain_job", refuse)
+    monkeypatch.setattr("faithbench.benchmark.roar.train_job", refuse)
+    monkeypatch.setattr("faithbench.benchmark.roar.explain_job", refuse)
     again = sweep(config, SMALL)
     assert [r["key"] for r in again] == [r["key"] for r in rows]
     assert len(read_jsonl(Path(config.out) / "roar" / "rows.jsonl")) == len(rows)
@@ -176,7 +176,7 @@ def test_kill_9_mid_sweep_loses_only_the_jobs_in_flight(tmp_path):
     env = {**os.environ, "FAITHBENCH_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
     out = tmp_path / "out"
     rows_file = out / "roar" / "rows.jsonl"
-    cmd = [sys.executable, "-m", "benchmark.cli", "--threads", "1", "roar", "--limit", "60",
+    cmd = [sys.executable, "-m", "faithbench.benchmark.cli", "--threads", "1", "roar", "--limit", "60",
            "--explainers", "attention", "--ratios", "0.2", "0.4", "0.6", "0.8", "--no-leakage",
            "--train-limit", "600", "--epochs", "2", "--out", str(out), "--no-progress"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -204,7 +204,7 @@ def test_kill_9_mid_sweep_loses_only_the_jobs_in_flight(tmp_path):
 
 
 def test_bad_ratios_and_tasks_are_refused(tmp_path):
-    from benchmark.cli import main
+    from faithbench.benchmark.cli import main
 
     assert main(["roar", "--ratios", "0.5", "0.3", "--out", str(tmp_path)]) == 2
     assert main(["roar", "--ratios", "1.0", "--out", str(tmp_path)]) == 2
@@ -229,8 +229,7 @@ def test_the_default_explainer_set_leaves_out_what_the_model_cannot_serve(tmp_pa
     does not have; named in the default set, it failed the whole sweep."""
     import logging
 
-    import submissions
-
+    from faithbench import submissions
     monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(submissions, "REFERENCE", ("attention", "attention_rollout"))
     config = RunConfig(out=str(tmp_path / "out"), limit=40, seeds=(0,), progress=False,

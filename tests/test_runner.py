@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmark.cli import main
-from benchmark.core.records import read_jsonl, read_results
-from benchmark.plan import RunConfig
-from benchmark.runner import run
+from faithbench.benchmark.cli import main
+from faithbench.benchmark.core.records import read_jsonl, read_results
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.runner import run
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGINS = Path(__file__).parent / "plugins"
@@ -83,7 +83,7 @@ def test_broken_plugin_is_recorded_and_skipped(tmp_path, synthetic_ready):
 
 
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "benchmark.cli", *args], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "faithbench.benchmark.cli", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
 
 
@@ -92,7 +92,7 @@ def test_resume_after_kill_9(tmp_path, synthetic_ready):
     args = ["run", "--out", str(out), "--limit", "40", "--batch-size", "8", "--no-progress",
             "--explainers", "occlusion", "integrated_gradients", "gradient"]
     env = dict(os.environ)
-    proc = subprocess.Popen([sys.executable, "-m", "benchmark.cli", *args], cwd=REPO, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "faithbench.benchmark.cli", *args], cwd=REPO, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     results = out / "results.jsonl"
     deadline = time.time() + 300
@@ -142,7 +142,7 @@ def test_explain_then_score_and_predict(tmp_path, synthetic_ready, capsys):
 
     def prob(tokens):
         ids = torch.tensor([vocab.encode(tokens) or [0]])
-        from benchmark.core.api import Batch
+        from faithbench.benchmark.core.api import Batch
         b = Batch(ids=ids, mask=torch.ones_like(ids, dtype=torch.bool) if tokens else
                   torch.zeros_like(ids, dtype=torch.bool), example_ids=("x",))
         with torch.no_grad():
@@ -219,7 +219,7 @@ def test_hanging_plugin_is_stopped_at_its_budget(tmp_path, synthetic_ready):
 
 
 def test_a_run_that_adds_metrics_extends_the_entry(tmp_path, synthetic_ready):
-    from leaderboard.entry import read_entries
+    from faithbench.leaderboard.entry import read_entries
 
     base = dict(out=str(tmp_path), explainers=("attention",), **FAST)
     run(RunConfig(metrics=("flip_rate",), **base))

@@ -19,15 +19,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmark.core import confine, isolation
-from benchmark.core.errors import PluginError
-from benchmark.core.isolation import Confinement, InProcess, is_reference, plugin_caller
-from benchmark.core.plugins import load_explainer
-from benchmark.core.records import read_jsonl, read_results
-from benchmark.plan import RunConfig
-from benchmark.runner import RunSummary, run
-from benchmark.session import open_session
-from benchmark.verbs import validate_plugin
+from faithbench.benchmark.core import confine, isolation
+from faithbench.benchmark.core.errors import PluginError
+from faithbench.benchmark.core.isolation import Confinement, InProcess, is_reference, plugin_caller
+from faithbench.benchmark.core.plugins import load_explainer
+from faithbench.benchmark.core.records import read_jsonl, read_results
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.runner import RunSummary, run
+from faithbench.benchmark.session import open_session
+from faithbench.benchmark.verbs import validate_plugin
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 PLUGINS = Path(__file__).parent / "plugins"
@@ -94,8 +94,7 @@ def test_import_time_patches_and_exit_hooks_stay_in_the_worker(hostile_run):
         assert got[("gradient", metric)] == want[("gradient", metric)]
     # the plugin's own values are those of uniform scores, computed here independently
     session = open_session("synthetic", RunConfig(metrics=METRICS, **FAST))
-    import metrics
-
+    from faithbench import metrics
     uniform = [[1.0] * len(e.tokens) for e in session.examples]
     for metric in METRICS:
         true = session.score(metrics.resolve(metric), uniform).values.tolist()
@@ -123,7 +122,7 @@ def test_exits_interrupts_and_hangs_at_import_are_load_failures(name, says, monk
 
 
 def test_validate_of_a_plugin_that_exits_at_import_exits_1():
-    done = subprocess.run([sys.executable, "-m", "benchmark.cli", "validate",
+    done = subprocess.run([sys.executable, "-m", "faithbench.benchmark.cli", "validate",
                            hostile("exit_at_import")], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"}, check=False)
     assert done.returncode == 1, done.stderr
@@ -148,7 +147,7 @@ class _ChangesItsInput:
     """An object built in this process, run here: it changes what it is given."""
 
     def __init__(self):
-        from benchmark.core.api import ExplainerSpec
+        from faithbench.benchmark.core.api import ExplainerSpec
 
         self.spec = ExplainerSpec(name="local_mutator", version="1")
 
@@ -179,7 +178,7 @@ def test_nothing_a_worker_sends_is_unpickled(hostile_run):
 
 class _ReturnsSubclass:
     def __init__(self):
-        from benchmark.core.api import ExplainerSpec
+        from faithbench.benchmark.core.api import ExplainerSpec
 
         self.spec = ExplainerSpec(name="local_subclass", version="1")
 
@@ -259,7 +258,7 @@ def test_closing_a_worker_spares_the_callers_own_processes(model, batch):
 
 class _Allocates:
     def __init__(self, gib: float):
-        from benchmark.core.api import ExplainerSpec
+        from faithbench.benchmark.core.api import ExplainerSpec
 
         self.spec, self.gib = ExplainerSpec(name="local_allocates", version="1"), gib
 
@@ -288,7 +287,7 @@ def test_a_reply_the_checks_cannot_read_is_named_as_such(hostile_run):
 
 
 def test_values_beyond_float32_are_not_finite(model, batch):
-    from benchmark.core.validation import check_scores
+    from faithbench.benchmark.core.validation import check_scores
 
     b, _ = batch
     huge = torch.full(b.ids.shape, 1e300, dtype=torch.float64)
@@ -349,7 +348,7 @@ class _Sleeps:
     ``TRANSPORT_S + 1`` seconds deaf to the worker's alarm (the parent has to kill it)."""
 
     def __init__(self, then: float):
-        from benchmark.core.api import ExplainerSpec
+        from faithbench.benchmark.core.api import ExplainerSpec
 
         self.spec, self.then = ExplainerSpec(name="local_sleeps", version="1"), then
 
@@ -366,7 +365,7 @@ class _Sleeps:
 def test_the_budget_counts_the_plugin_call_only(model):
     """Before: a plugin using 80 % of a 0.05 s budget was refused at 58.6 ms (the pipe
     round trip and a fresh fork after an overrun were counted)."""
-    from benchmark.core.vocab import collate
+    from faithbench.benchmark.core.vocab import collate
 
     one, stuck = collate([[5] * 10], ["one"]), collate([[5] * 10], ["stuck"])
     with plugin_caller(_Sleeps(0.04), model, time_budget_s=0.05) as caller:
@@ -384,7 +383,7 @@ def test_the_budget_counts_the_plugin_call_only(model):
 SNOOPER = '''
 import os, socket
 import torch
-from benchmark.core.api import ExplainerSpec
+from faithbench.benchmark.core.api import ExplainerSpec
 
 SECRET, PORT, OUT = {secret!r}, {port}, {out!r}
 
@@ -467,7 +466,7 @@ def test_sandbox_denies_reads_network_and_writes(snooper, model, batch):
 
 
 def test_sandbox_without_bubblewrap_is_refused_clearly(monkeypatch, model):
-    from benchmark.core.errors import InputError
+    from faithbench.benchmark.core.errors import InputError
 
     monkeypatch.setattr(confine, "bwrap", lambda: None)
     with pytest.raises(InputError, match="--sandbox needs bubblewrap"):
@@ -482,7 +481,7 @@ def test_the_sandbox_flag_reaches_the_workers_of_validate(tmp_path, snooper):
     plugin, _ = snooper
 
     def validate(*flags):
-        return subprocess.run([sys.executable, "-m", "benchmark.cli", "validate", plugin, *flags],
+        return subprocess.run([sys.executable, "-m", "faithbench.benchmark.cli", "validate", plugin, *flags],
                               capture_output=True, text=True, timeout=300, check=False,
                               cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"})
 

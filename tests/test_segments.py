@@ -10,9 +10,9 @@ import math
 import pytest
 import torch
 
-from benchmark.core.api import MetricInput
-from benchmark.core.perturb import Perturber
-from metrics import get_metric, with_params
+from faithbench.benchmark.core.api import MetricInput
+from faithbench.benchmark.core.perturb import Perturber
+from faithbench.metrics import get_metric, with_params
 from tests.analytic import BagOfWords, make_batch
 
 # token id -> (weight for class 0, weight for class 1)
@@ -76,7 +76,7 @@ def test_segment_goes_into_the_id_only_when_set():
 
 
 def test_segment_without_segments_is_an_input_error():
-    from benchmark.core.errors import InputError
+    from faithbench.benchmark.core.errors import InputError
 
     model = BagOfWords(W)
     batch = make_batch([ROW])
@@ -91,7 +91,7 @@ def test_segment_share_counts_words_on_a_subword_model():
     0.2, 0.2, 0.1, 0.3, so word scores 0.4, 0.1, 0.3. Bin 0.25: words n = 3, k = ceil(0.75)
     = 1, the top word is 0 (premise): share 1. Pieces n = 4, k = ceil(1.0) = 1, the top
     piece is 3 (hypothesis): share 0 (version 1's answer, now ``granularity=subword``)."""
-    from benchmark.core.api import Batch
+    from faithbench.benchmark.core.api import Batch
     batch = Batch(torch.tensor([[5, 6, 7, 8]]), torch.ones(1, 4, dtype=torch.bool), ("x",),
                   segments=torch.tensor([[0, 0, 0, 1]]), words=torch.tensor([[0, 0, 1, 2]]))
     inp = MetricInput(batch, torch.tensor([[0.2, 0.2, 0.1, 0.3]]), torch.tensor([0]),

@@ -6,11 +6,11 @@ import json
 import pytest
 import torch
 
-from benchmark.core.records import read_results
-from benchmark.plan import RunConfig
-from benchmark.runner import run
-from tasks.classification import TaskOptions
-from tasks.sentiment import TASK, read
+from faithbench.benchmark.core.records import read_results
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.runner import run
+from faithbench.tasks.classification import TaskOptions
+from faithbench.tasks.sentiment import TASK, read
 
 
 def test_local_copy_loads_with_hub_columns(shared_data):
@@ -25,7 +25,7 @@ def test_local_copy_loads_with_hub_columns(shared_data):
 
 
 def test_unknown_variant_is_an_input_error(shared_data):
-    from benchmark.core.errors import InputError
+    from faithbench.benchmark.core.errors import InputError
 
     with pytest.raises(InputError, match="unknown training split 'trees'"):
         read(TaskOptions(data_dir=str(shared_data), variant="trees"))
@@ -63,8 +63,8 @@ def test_pipeline_on_a_slice(shared_data, tmp_path):
 
 def test_hub_is_the_default_and_offline_says_what_to_do(monkeypatch):
     """Without --data-dir the hub id is asked for; offline, the error names the fix."""
-    import tasks.data
-    from benchmark.core.errors import InputError
+    import faithbench.tasks.data
+    from faithbench.benchmark.core.errors import InputError
 
     asked = []
 
@@ -73,7 +73,7 @@ def test_hub_is_the_default_and_offline_says_what_to_do(monkeypatch):
         raise ConnectionError("no network")
 
     monkeypatch.delenv("FAITHBENCH_DATA", raising=False)
-    monkeypatch.setattr(tasks.data.datasets, "load_dataset", offline)
+    monkeypatch.setattr(faithbench.tasks.data.datasets, "load_dataset", offline)
     with pytest.raises(InputError, match="pass --data-dir DIR"):
         read(TaskOptions())
     assert asked == ["stanfordnlp/sst2"]
@@ -95,7 +95,7 @@ def _sst2(tmp_path, rows_by_split):
 def test_an_empty_sentence_is_refused_at_load_with_file_and_line(tmp_path, sentence):
     """Before: loaded, trained, and failed in the first erasure metric with `examples
     with no real token: test-1`, naming no file."""
-    from benchmark.core.errors import DataFileError
+    from faithbench.benchmark.core.errors import DataFileError
 
     rows = [{"idx": 0, "sentence": "good", "label": 1}, {"idx": 1, "sentence": sentence,
                                                          "label": 0}]
@@ -107,7 +107,7 @@ def test_an_empty_sentence_is_refused_at_load_with_file_and_line(tmp_path, sente
 
 def test_bytes_that_are_not_utf8_name_the_line_and_byte_offset(tmp_path):
     """A 0xff byte on line 3 (Latin-1 'ÿ'): before, a UnicodeDecodeError traceback (exit 1)."""
-    from benchmark.core.errors import NotUtf8Error
+    from faithbench.benchmark.core.errors import NotUtf8Error
 
     lines = [b'{"idx": 0, "sentence": "good", "label": 1}\n',
              b'{"idx": 1, "sentence": "bad", "label": 0}\n',
@@ -123,7 +123,7 @@ def test_bytes_that_are_not_utf8_name_the_line_and_byte_offset(tmp_path):
 
 
 def test_an_empty_file_is_an_error_naming_it(tmp_path):
-    from benchmark.core.errors import DataFileError
+    from faithbench.benchmark.core.errors import DataFileError
 
     with pytest.raises(DataFileError, match="no rows: the file is empty") as info:
         read(_sst2(tmp_path, {"train": []}))
@@ -136,13 +136,13 @@ def test_a_hub_copy_leaves_out_empty_sentences_and_counts_them(monkeypatch, capl
 
     import datasets
 
-    import tasks.sentiment
+    import faithbench.tasks.sentiment
 
     split = datasets.Dataset.from_list([{"idx": 0, "sentence": "good", "label": 1},
                                         {"idx": 1, "sentence": " ", "label": 0},
                                         {"idx": 2, "sentence": "bad", "label": 0}])
     monkeypatch.delenv("FAITHBENCH_DATA", raising=False)
-    monkeypatch.setattr(tasks.sentiment, "load_hub", lambda name, splits: dict.fromkeys(splits, split))
+    monkeypatch.setattr(faithbench.tasks.sentiment, "load_hub", lambda name, splits: dict.fromkeys(splits, split))
     with caplog.at_level(logging.WARNING):
         splits = read(TaskOptions())
     assert [e.id for e in splits["test"]] == ["test-0", "test-2"]

@@ -11,16 +11,16 @@ import random
 import pytest
 import torch
 
-from benchmark.core.api import Batch
-from benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
-from benchmark.core.models.training import (
+from faithbench.benchmark.core.api import Batch
+from faithbench.benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
+from faithbench.benchmark.core.models.training import (
     NEXT_WORD,
     TrainConfig,
     perplexity,
     seed_everything,
     train,
 )
-from metrics.alignment import AER, argmax_links, link_counts
+from faithbench.metrics.alignment import AER, argmax_links, link_counts
 
 BOS, VOCAB = 2, 23
 

@@ -10,10 +10,10 @@ import dataclasses
 import pytest
 import torch
 
-import metrics as metric_registry
-import tasks as task_registry
-from benchmark import plan, verbs
-from benchmark.core.api import (
+from faithbench import metrics as metric_registry
+from faithbench import tasks as task_registry
+from faithbench.benchmark import plan, verbs
+from faithbench.benchmark.core.api import (
     CLASSIFICATION,
     Example,
     MetricOutput,
@@ -23,14 +23,14 @@ from benchmark.core.api import (
     TaskOptions,
     TrainingInput,
 )
-from benchmark.core.cache import content_hash
-from benchmark.core.records import read_jsonl, read_results
-from benchmark.core.vocab import UNK
-from benchmark.plan import RunConfig
-from benchmark.runner import run
-from benchmark.session import EvaluationSession, open_session
-from tasks.classification import data_fingerprint
-from tasks.synthetic import TASK as SYNTHETIC
+from faithbench.benchmark.core.cache import content_hash
+from faithbench.benchmark.core.records import read_jsonl, read_results
+from faithbench.benchmark.core.vocab import UNK
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.runner import run
+from faithbench.benchmark.session import EvaluationSession, open_session
+from faithbench.tasks.classification import data_fingerprint
+from faithbench.tasks.synthetic import TASK as SYNTHETIC
 
 FAST = dict(limit=24, batch_size=8, progress=False)
 
@@ -205,15 +205,15 @@ def test_open_session_on_a_users_examples(synthetic_ready):
     mine = session.on(session.prepared.examples_from_rows("file.jsonl", rows))
     assert mine.from_file and mine.split is None and [e.id for e in mine.examples] == ["x", "y"]
     assert mine.base_probs.shape == (2, 2)
-    from benchmark.core.errors import DataFileError
+    from faithbench.benchmark.core.errors import DataFileError
 
     with pytest.raises(DataFileError, match="file.jsonl, line 2: field 'tokens'"):
         session.prepared.examples_from_rows("file.jsonl", [rows[0], {"id": "z", "tokens": "no"}])
 
 
 def test_specs_take_their_lists_from_one_place():
-    from benchmark.core.api import TaskSpec
-    from benchmark.core.names import FAMILIES
+    from faithbench.benchmark.core.api import TaskSpec
+    from faithbench.benchmark.core.names import FAMILIES
 
     with pytest.raises(ValueError, match="unknown family 'faithful' .*known: " + ", ".join(FAMILIES)):
         MetricSpec(name="m", version="1", direction="higher", kinds=frozenset({CLASSIFICATION}),
@@ -227,7 +227,7 @@ def test_specs_take_their_lists_from_one_place():
 
 
 def test_score_file_refuses_a_plausibility_metric_without_references(tmp_path, synthetic_ready):
-    from benchmark.core.errors import InputError
+    from faithbench.benchmark.core.errors import InputError
 
     exp = tmp_path / "e.jsonl"
     exp.write_text('{"id": "x", "tokens": ["great", "film"], "scores": [1.0, 0.0]}\n')
@@ -237,9 +237,9 @@ def test_score_file_refuses_a_plausibility_metric_without_references(tmp_path, s
 
 
 def test_reference_explainers_are_a_registry_with_did_you_mean():
-    import submissions
-    from benchmark.core.errors import FaithbenchError, UnknownNameError
-    from benchmark.runner import resolve_explainer
+    from faithbench import submissions
+    from faithbench.benchmark.core.errors import FaithbenchError, UnknownNameError
+    from faithbench.benchmark.runner import resolve_explainer
 
     assert submissions.REFERENCE == tuple(submissions.REGISTRY.names())
     assert resolve_explainer("gradient") is submissions.get_explainer("gradient")
@@ -268,7 +268,7 @@ class _Counting:
     """Scores = token ids; records each call's example ids; raises on call ``fail_at``."""
 
     def __init__(self, fail_at: int | None = None):
-        from benchmark.core.api import ExplainerSpec
+        from faithbench.benchmark.core.api import ExplainerSpec
 
         self.spec = ExplainerSpec(name="counting", version="1")
         self.calls, self.fail_at = [], fail_at
@@ -284,7 +284,7 @@ def test_a_failed_explainer_keeps_its_finished_batches(tmp_path, synthetic_ready
     """Batch 3 of 3 fails: batches 1-2 stay in a partial file beside the explanation
     cache, and the rerun explains batch 3 only. Before: everything explained was lost
     (the audit's 96 IMDB reviews), and the rerun explained all 3 batches again."""
-    from benchmark.core.errors import PluginError
+    from faithbench.benchmark.core.errors import PluginError
 
     config = RunConfig(out=str(tmp_path), isolation="none", **FAST)  # 24 examples, batches of 8
     session = EvaluationSession(synthetic_ready, config, seed=0)
@@ -308,7 +308,7 @@ def test_a_failed_explainer_keeps_its_finished_batches(tmp_path, synthetic_ready
 def test_finished_batches_of_another_batch_size_are_not_reused(tmp_path, synthetic_ready):
     """The partial file holds batches of 8; a rerun with batches of 4 cannot reuse them
     (its batch 0 is other examples than the file's), so it explains all 6 batches."""
-    from benchmark.core.errors import PluginError
+    from faithbench.benchmark.core.errors import PluginError
 
     config = RunConfig(out=str(tmp_path), isolation="none", **FAST)
     with pytest.raises(PluginError):
@@ -323,7 +323,7 @@ def test_finished_batches_of_another_batch_size_are_not_reused(tmp_path, synthet
 
 def test_predict_refuses_an_empty_row_before_preparing_a_model(tmp_path, monkeypatch):
     """Before: ``{"tokens": []}`` came back with probabilities (of an empty input)."""
-    from benchmark.core.errors import DataFileError, NotUtf8Error
+    from faithbench.benchmark.core.errors import DataFileError, NotUtf8Error
 
     def no_model(*args, **kwargs):
         raise AssertionError("bad input must be refused before a model is prepared")

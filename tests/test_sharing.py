@@ -3,10 +3,10 @@ explainers and examples; shared answers equal unshared ones."""
 
 import torch
 
-import metrics as metric_registry
-from benchmark.core.api import Batch, MetricInput
-from benchmark.core.perturb import Perturber, variant_keys
-from metrics.variants import Votes
+from faithbench import metrics as metric_registry
+from faithbench.benchmark.core.api import Batch, MetricInput
+from faithbench.benchmark.core.perturb import Perturber, variant_keys
+from faithbench.testing import Votes
 
 
 class Counting(Votes):

@@ -1,4 +1,4 @@
-"""benchmark.core.stats: the bootstraps, the sign-flip test and Holm's correction.
+"""faithbench.benchmark.core.stats: the bootstraps, the sign-flip test and Holm's correction.
 
 Expected values are worked out by hand in the comments; the one exception is the
 two-level bootstrap with one seed, whose whole point is to equal ``bootstrap``.
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from benchmark.core.stats import (
+from faithbench.benchmark.core.stats import (
     BOOTSTRAP,
     SEED_T,
     Aggregation,

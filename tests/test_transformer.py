@@ -9,11 +9,11 @@ import pytest
 import torch
 from scipy.stats import kendalltau
 
-from benchmark.core.api import Batch, MetricInput, TaskOptions, capabilities
-from benchmark.core.errors import DataFileError, InputError, PluginError
-from benchmark.core.isolation import plugin_caller
-from benchmark.core.perturb import Perturber
-from benchmark.core.vocab import collate
+from faithbench.benchmark.core.api import Batch, MetricInput, TaskOptions, capabilities
+from faithbench.benchmark.core.errors import DataFileError, InputError, PluginError
+from faithbench.benchmark.core.isolation import plugin_caller
+from faithbench.benchmark.core.perturb import Perturber
+from faithbench.benchmark.core.vocab import collate
 
 transformers = pytest.importorskip("transformers")
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -25,7 +25,7 @@ HYPOTHESES = ["it is good", "a dog sat on the mat .", "nobody watched"]
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from tasks.transformer import base_path, load_tokenizer
+    from faithbench.tasks.transformer import base_path, load_tokenizer
     return load_tokenizer(base_path())
 
 
@@ -34,7 +34,7 @@ def tiny(tokenizer):
     """A randomly initialised two-layer BERT over MiniLM's vocabulary, and its adapter."""
     from transformers import BertConfig, BertForSequenceClassification
 
-    from benchmark.core.models.transformer import TransformerClassifier
+    from faithbench.benchmark.core.models.transformer import TransformerClassifier
     torch.manual_seed(0)
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
                         num_attention_heads=4, intermediate_size=64, num_labels=2,
@@ -90,8 +90,8 @@ def test_gradients_reach_every_piece_and_no_padding(tokenizer, tiny):
 def test_a_worker_explains_pieces_as_this_process_does(tokenizer, tiny):
     """A worker gets the adapter (the library model and its tokenizer) as a file and the
     pieces with their word ids over the wire; its scores are this process's."""
-    import submissions
-    from benchmark.core.isolation import InProcess, plugin_caller
+    from faithbench import submissions
+    from faithbench.benchmark.core.isolation import InProcess, plugin_caller
 
     _, model = tiny
     batch = single_batch(tokenizer, SENTENCES)
@@ -119,7 +119,7 @@ def test_default_attention_is_the_last_layer_cls_row_over_pieces(tokenizer, tiny
 @torch.no_grad()
 def test_rollout_matches_a_hand_product_of_layers(tokenizer, tiny):
     hf, model = tiny
-    from submissions.attention_rollout import EXPLAINER
+    from faithbench.submissions.attention_rollout import EXPLAINER
     batch = single_batch(tokenizer, SENTENCES[:1])
     enc = tokenizer(SENTENCES[:1], return_tensors="pt")
     layers = [a[0].mean(0).double().numpy() for a in hf(**enc, output_attentions=True).attentions]
@@ -134,8 +134,8 @@ def test_rollout_matches_a_hand_product_of_layers(tokenizer, tiny):
 
 
 def test_layer_attention_explainers_are_refused_on_a_bilstm(model, batch):
-    from benchmark.runner import configured
-    from submissions import get_explainer
+    from faithbench.benchmark.runner import configured
+    from faithbench.submissions import get_explainer
     assert "layer_attention" not in capabilities(model)
     for explainer in (get_explainer("attention_rollout"), configured("attention[layer=0]")):
         with pytest.raises(PluginError, match="layer_attention"), \
@@ -144,8 +144,8 @@ def test_layer_attention_explainers_are_refused_on_a_bilstm(model, batch):
 
 
 def test_default_run_on_a_bilstm_leaves_rollout_out(model):
-    import submissions
-    from benchmark.runner import serviceable
+    from faithbench import submissions
+    from faithbench.benchmark.runner import serviceable
     kept = serviceable([submissions.get_explainer(n) for n in submissions.REFERENCE], model, "t")
     assert [e.spec.name for e in kept] == [n for n in submissions.REFERENCE
                                            if n != "attention_rollout"]
@@ -154,7 +154,7 @@ def test_default_run_on_a_bilstm_leaves_rollout_out(model):
 @torch.no_grad()
 def test_attention_layer_and_heads_parameters(tokenizer, tiny):
     hf, model = tiny
-    from benchmark.runner import configured
+    from faithbench.benchmark.runner import configured
     batch = single_batch(tokenizer, SENTENCES[:1])
     n = int(batch.lengths[0])
     first = hf(**tokenizer(SENTENCES[:1], return_tensors="pt"), output_attentions=True).attentions[0]
@@ -174,7 +174,7 @@ class WordVotes:
 
 
 def test_word_level_erasure_takes_whole_words_ranked_by_summed_scores():
-    from metrics import get_metric, resolve, with_params
+    from faithbench.metrics import get_metric, resolve, with_params
     # pieces [2, 2 | 3 | 2]: word 0 has two pieces voting class 0; p0(x) = 4/6
     batch = Batch(torch.tensor([[2, 2, 3, 2]]), torch.ones(1, 4, dtype=torch.bool), ("a",),
                   words=torch.tensor([[0, 0, 1, 2]]))
@@ -234,7 +234,7 @@ def ferret_loo(hf, tokenizer, text, scores, target):
 
 
 def test_ferret_presets_match_ferret_definitions_over_text(tokenizer, tiny):
-    from metrics import resolve
+    from faithbench.metrics import resolve
     hf, model = tiny
     texts = SENTENCES + ["do n't waste your time on this un-funny mess .",
                          "an unflinchingly bleak and desperate vision"]
@@ -264,8 +264,8 @@ def test_ferret_presets_match_ferret_definitions_over_text(tokenizer, tiny):
 def test_ferret_thresholds_give_exact_rational_sizes():
     """int(p·n) over numpy's float thresholds equals floor(p·n) in exact arithmetic for
     every length a sentence has, so the preset's decimal bins reproduce ferret's k."""
-    from metrics import FERRET_BINS
-    from metrics.rationale import bin_sizes
+    from faithbench.metrics import FERRET_BINS
+    from faithbench.metrics.rationale import bin_sizes
     n = torch.arange(1, 513)
     want = [[int(p * m) for p in np.arange(0.1, 1.1, 0.1)] for m in n.tolist()]
     assert bin_sizes(n, FERRET_BINS, "trunc").tolist() == want
@@ -285,7 +285,7 @@ def test_retokenize_eraser_sees_what_the_typed_text_gives(tokenizer, tiny):
 
 
 def test_label_order_of_a_users_checkpoint(tmp_path, tokenizer):
-    from tasks.transformer import label_order
+    from faithbench.tasks.transformer import label_order
     labels = ("negative", "positive")
     assert label_order(tmp_path, {0: "POSITIVE", 1: "NEGATIVE"}, labels) == [1, 0]
     with pytest.raises(InputError, match="are not the task's"):
@@ -308,7 +308,7 @@ def save_tiny(tmp_path, tokenizer, id2label):
 
 def test_model_path_checkpoint_is_evaluated_with_outputs_in_task_order(
         tmp_path, tokenizer, shared_data):
-    import tasks
+    from faithbench import tasks
     hf = save_tiny(tmp_path, tokenizer, {0: "positive", 1: "negative"})
     task = tasks.get_task("sentiment")
     ready = task.prepare(TaskOptions(data_dir=str(shared_data), variant="sentences",
@@ -329,8 +329,8 @@ def test_model_path_checkpoint_is_evaluated_with_outputs_in_task_order(
 
 
 def test_pieces_carry_words_segments_and_word_rationales(tokenizer):
-    from benchmark.core.api import Example
-    from tasks.transformer import to_pieces
+    from faithbench.benchmark.core.api import Example
+    from faithbench.tasks.transformer import to_pieces
     ex = Example("x", ("valueless", "film", "ok"), 1, reference=(True, False, True),
                  segments=(0, 0, 1))
     out = to_pieces(tokenizer, ex, 100)
@@ -344,7 +344,7 @@ def test_pieces_carry_words_segments_and_word_rationales(tokenizer):
 
 
 def test_explanation_rows_must_carry_the_models_pieces(tmp_path, tokenizer, shared_data):
-    import tasks
+    from faithbench import tasks
     save_tiny(tmp_path, tokenizer, {0: "negative", 1: "positive"})
     ready = tasks.get_task("sentiment").prepare(TaskOptions(
         data_dir=str(shared_data), variant="sentences", model_path=str(tmp_path),
@@ -370,7 +370,7 @@ def test_explanation_rows_must_carry_the_models_pieces(tmp_path, tokenizer, shar
 
 
 def test_small_finetuning_learns_and_is_cached(shared_data):
-    import tasks
+    from faithbench import tasks
     options = TaskOptions(data_dir=str(shared_data), variant="sentences", model="transformer",
                           model_layers=2, train_limit=2000, epochs=2)
     task = tasks.get_task("sentiment")
@@ -388,9 +388,9 @@ def test_small_finetuning_learns_and_is_cached(shared_data):
 @pytest.mark.parametrize("name", __import__("submissions").REFERENCE)
 def test_every_reference_explainer_passes_the_plugin_checks_on_a_transformer(
         name, tokenizer, tiny):
-    from benchmark.core.isolation import InProcess
-    from benchmark.core.validation import run_checks
-    from submissions import get_explainer
+    from faithbench.benchmark.core.isolation import InProcess
+    from faithbench.benchmark.core.validation import run_checks
+    from faithbench.submissions import get_explainer
     _, model = tiny
     batch = single_batch(tokenizer, SENTENCES)
     explainer = get_explainer(name)
@@ -420,7 +420,7 @@ def lively(tokenizer):
     word goes (``tiny``'s by ~1e-5, too close to float32 noise to tell operators apart)."""
     from transformers import BertConfig, BertForSequenceClassification
 
-    from benchmark.core.models.transformer import TransformerClassifier
+    from faithbench.benchmark.core.models.transformer import TransformerClassifier
     torch.manual_seed(0)
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
                         num_attention_heads=4, intermediate_size=64, num_labels=2,
@@ -433,8 +433,8 @@ def test_occlusion_leaves_out_whole_words_on_a_transformer(tokenizer, lively):
     """Each word's pieces share that word's leave-one-out drop, recomputed here on the
     text with the word left out; word-level taucorr_loo is then 1 (its card's claim).
     ``granularity=subword`` deletes single pieces (recomputed on the piece ids)."""
-    from metrics import resolve
-    from submissions.occlusion import OcclusionExplainer
+    from faithbench.metrics import resolve
+    from faithbench.submissions.occlusion import OcclusionExplainer
     hf, model = lively
     batch = single_batch(tokenizer, OCCLUDED)
     target = torch.tensor([0, 1, 0, 1])
@@ -478,10 +478,10 @@ def test_run_and_explain_then_score_give_the_same_values_on_a_transformer(
         tmp_path, tokenizer, shared_data):
     """`faithbench explain` writes each piece's word, so `score` groups pieces into the
     words `run` groups them into, and every per-example value is the same."""
-    from benchmark import verbs
-    from benchmark.core.records import read_jsonl, write_jsonl_atomic
-    from benchmark.plan import RunConfig
-    from benchmark.runner import run
+    from faithbench.benchmark import verbs
+    from faithbench.benchmark.core.records import read_jsonl, write_jsonl_atomic
+    from faithbench.benchmark.plan import RunConfig
+    from faithbench.benchmark.runner import run
     save_tiny(tmp_path / "model", tokenizer, {0: "negative", 1: "positive"})
     metrics = ("comprehensiveness", "taucorr_loo")
     config = RunConfig(tasks=("sentiment",), data_dir=str(shared_data), variant="sentences",
@@ -530,11 +530,11 @@ def test_run_and_explain_then_score_give_the_same_values_on_a_transformer(
 def test_model_path_runs_every_seed(tmp_path, tokenizer, shared_data):
     """One checkpoint evaluated with --seeds 0 1 gives two units per metric: the random
     explainer runs once per seed, with that seed."""
-    from benchmark.core.records import read_jsonl, read_results
-    from benchmark.plan import RunConfig
-    from benchmark.runner import run
-    from benchmark.session import open_session
-    from submissions import get_explainer
+    from faithbench.benchmark.core.records import read_jsonl, read_results
+    from faithbench.benchmark.plan import RunConfig
+    from faithbench.benchmark.runner import run
+    from faithbench.benchmark.session import open_session
+    from faithbench.submissions import get_explainer
     save_tiny(tmp_path / "model", tokenizer, {0: "negative", 1: "positive"})
     config = RunConfig(tasks=("sentiment",), data_dir=str(shared_data), variant="sentences",
                        model_path=str(tmp_path / "model"), limit=6, seeds=(0, 1),

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from benchmark.core.errors import InputError
-from benchmark.core.records import read_jsonl
-from benchmark.plan import RunConfig
-from benchmark.verbs import score_file
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.records import read_jsonl
+from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.verbs import score_file
 
 
 def _write(path, rows):
@@ -63,8 +63,8 @@ NAN = float("nan")
 
 def _entry(root, explainer, per_seed):
     """An entry as the runner writes it, through the session's own estimate and rows."""
-    from benchmark.session import EvaluationSession, Scored, per_example_rows
-    from leaderboard.entry import read_entry, write_entry
+    from faithbench.benchmark.session import EvaluationSession, Scored, per_example_rows
+    from faithbench.leaderboard.entry import read_entry, write_entry
 
     metric = SimpleNamespace(spec=SimpleNamespace(aggregation=None, id=TAU))
     session = SimpleNamespace(spec=SimpleNamespace(id="sentiment@1"))
@@ -86,9 +86,9 @@ def _entry(root, explainer, per_seed):
 
 
 def test_leaderboard_counts_undefined_and_compares_on_what_both_define(tmp_path):
-    from leaderboard.compare import compare
-    from leaderboard.rank import rank
-    from leaderboard.render import render_comparison, render_leaderboard
+    from faithbench.leaderboard.compare import compare
+    from faithbench.leaderboard.rank import rank
+    from faithbench.leaderboard.render import render_comparison, render_leaderboard
 
     a = _entry(tmp_path, "attention@1", {0: [0.1, NAN, 0.3, 0.4, NAN, 0.6]})
     b = _entry(tmp_path, "gradient@1", {0: [0.2, 0.2, NAN, 0.1, 0.1, 0.1]})
@@ -108,7 +108,7 @@ def test_leaderboard_counts_undefined_and_compares_on_what_both_define(tmp_path)
 
 
 def test_with_seeds_an_example_undefined_under_one_seed_is_left_out(tmp_path):
-    from leaderboard.rank import rank
+    from faithbench.leaderboard.rank import rank
 
     # ex1 undefined under seed 0, ex3 under seed 1: both defined on ex0, ex2 only
     e = _entry(tmp_path, "attention@1", {0: [1.0, NAN, 2.0, 5.0], 1: [3.0, 7.0, 6.0, NAN]})
@@ -119,7 +119,7 @@ def test_with_seeds_an_example_undefined_under_one_seed_is_left_out(tmp_path):
 
 
 def test_score_prints_the_undefined_count_beside_n(tmp_path, synthetic_ready, capsys):
-    from benchmark.cli import main
+    from faithbench.benchmark.cli import main
 
     examples = synthetic_ready.examples("test", 4)
     rows = [{"id": e.id, "tokens": list(e.tokens),

@@ -21,8 +21,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-# Task kinds, re-exported for submitters (the lists live in benchmark.core.names).
-from benchmark.core.names import (  # noqa: F401  (kinds re-exported for submitters)
+# Task kinds, re-exported for submitters (the lists live in faithbench.benchmark.core.names).
+from faithbench.benchmark.core.names import (  # noqa: F401  (kinds re-exported for submitters)
     ALIGNMENT,
     CLASSIFICATION,
     DIRECTIONS,
@@ -30,7 +30,7 @@ from benchmark.core.names import (  # noqa: F401  (kinds re-exported for submitt
     PAIR_CLASSIFICATION,
     TASK_KINDS,
 )
-from benchmark.core.stats import Aggregation
+from faithbench.benchmark.core.stats import Aggregation
 
 # Capabilities an explainer may require of the model surface.
 GRADIENTS = "gradients"  # model is differentiable wrt its input embeddings
@@ -406,7 +406,7 @@ class MetricSpec:
 
 
 def _one_of(what: str, name: str, field_: str, value: str, known: tuple[str, ...]) -> None:
-    """A spec names only values of the shared lists (``benchmark.core.names``)."""
+    """A spec names only values of the shared lists (``faithbench.benchmark.core.names``)."""
     if value not in known:
         raise ValueError(f"{what} {name!r}: unknown {field_} {value!r} (known: {', '.join(known)})")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import platformdirs
 import torch
 
-from benchmark.core.errors import IntegrityError
+from faithbench.benchmark.core.errors import IntegrityError
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ perturbation engine applies it (``Perturber``), since it needs the model's token
 
 import torch
 
-from benchmark.core.api import Batch
-from benchmark.core.errors import InputError
+from faithbench.benchmark.core.api import Batch
+from faithbench.benchmark.core.errors import InputError
 
 ERASERS = ("delete", "mask", "pad", "retokenize")
 
@@ -37,7 +37,7 @@ def erase(batch: Batch, keep: torch.Tensor, how: str, *, pad_id: int, mask_id: i
         return batch.replace(ids=torch.where(keep | ~batch.mask, batch.ids, pad_id))
     if how == "retokenize":
         raise InputError("the retokenize eraser needs the model's tokenizer: it runs in the "
-                         "perturbation engine (benchmark.core.perturb.Perturber)")
+                         "perturbation engine (faithbench.benchmark.core.perturb.Perturber)")
     check_eraser(how)
     raise AssertionError(how)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from benchmark.core.errors import InputError
+from faithbench.benchmark.core.errors import InputError
 
 EXECUTORS = ("in-process", "pool", "ray")
 
@@ -53,7 +53,7 @@ _FN: Callable[[Any], Any] | None = None  # the job function, inherited by forked
 
 
 def _start_worker() -> None:
-    # OpenMP's thread pool does not survive fork (benchmark.core.isolation): one thread
+    # OpenMP's thread pool does not survive fork (faithbench.benchmark.core.isolation): one thread
     torch.set_num_threads(1)
 
 

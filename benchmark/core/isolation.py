@@ -1,12 +1,12 @@
 """Where an explainer's ``explain`` runs: in this process (the reference explainers,
 whose code is this project's), or in a worker process (every plugin, always).
 
-A worker (``Worker``) is a fresh Python process (``benchmark.core.plugin_host``),
+A worker (``Worker``) is a fresh Python process (``faithbench.benchmark.core.plugin_host``),
 never a fork of this one: it holds no examples, labels, rationales or other
 explainers' scores. It gets the model through a file written here, the batches it
-explains and their targets, and sends back plain arrays (``benchmark.core.wire``:
+explains and their targets, and sends back plain arrays (``faithbench.benchmark.core.wire``:
 no pickle, dtypes and shapes checked here). It runs in its own session with the
-limits of ``benchmark.core.confine`` (memory, parent-death signal, no writes
+limits of ``faithbench.benchmark.core.confine`` (memory, parent-death signal, no writes
 outside its scratch folder; ``--sandbox``: inside bubblewrap). The whole session
 is killed when the explainer is done, daemons included.
 
@@ -37,11 +37,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmark.core import confine, wire
-from benchmark.core.api import Batch, ExplainableModel, Explainer, capabilities
-from benchmark.core.errors import InputError, PluginError
-from benchmark.core.plugins import PluginExplainer, spec_from_data
-from benchmark.core.validation import call_plugin, check_scores, deadline
+from faithbench.benchmark.core import confine, wire
+from faithbench.benchmark.core.api import Batch, ExplainableModel, Explainer, capabilities
+from faithbench.benchmark.core.errors import InputError, PluginError
+from faithbench.benchmark.core.plugins import PluginExplainer, spec_from_data
+from faithbench.benchmark.core.validation import call_plugin, check_scores, deadline
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ def batch_limit(time_budget_s: float | None, batch: Batch) -> float | None:
     ``BUDGET_TOKENS`` tokens for a longer example (a 320-token review gets ten budgets),
     since an explainer's cost grows with length.
 
-    >>> from benchmark.core.vocab import collate
+    >>> from faithbench.benchmark.core.vocab import collate
     >>> batch_limit(2.0, collate([[5] * 10, [5] * 64, [5] * 80], ["a", "b", "c"]))
     11.0
     """
@@ -172,7 +172,7 @@ class Worker:
         torch.save({"model": self.model, "explainer": self.obj}, init_file)
         child_in, self.fd_out = os.pipe()
         self.fd_in, child_out = os.pipe()
-        cmd = [sys.executable, "-m", "benchmark.core.plugin_host", str(child_in), str(child_out)]
+        cmd = [sys.executable, "-m", "faithbench.benchmark.core.plugin_host", str(child_in), str(child_out)]
         readable = _readable(self.ref)
         if self.box.sandbox:
             cmd = confine.sandbox_command(readable, [Path(p) for p in self.box.hidden],
@@ -320,7 +320,7 @@ def _readable(ref: str | None) -> list[Path]:
     cwd = Path.cwd().resolve()
     paths = [Path(p) for p in sys.path if p and os.path.isdir(p) and Path(p).resolve() != cwd]
     paths += [Path(__file__).resolve().parents[2] / name for name in
-              ("benchmark", "tasks", "metrics", "submissions", "leaderboard")]
+              ("faithbench", "benchmark", "tasks", "metrics", "submissions", "leaderboard")]
     if ref and ref.endswith(".py"):
         paths.append(Path(ref).resolve().parent)
     elif ref:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from benchmark.core.errors import InputError
+from faithbench.benchmark.core.errors import InputError
 
 Link = tuple[int, int]
 LINKS = ("argmax", "threshold")

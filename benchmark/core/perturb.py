@@ -23,9 +23,9 @@ chunks of ``chunk_size`` rows.
 
 import torch
 
-from benchmark.core.api import Batch, ExplainableModel
-from benchmark.core.erasers import check_eraser, erase
-from benchmark.core.errors import InputError
+from faithbench.benchmark.core.api import Batch, ExplainableModel
+from faithbench.benchmark.core.erasers import check_eraser, erase
+from faithbench.benchmark.core.errors import InputError
 
 MAX_CACHED = 4_000_000  # rows, ~250 bytes each with their key
 MAX_CACHED_VALUES = 2**28  # stored probabilities: float32, 1 GiB

@@ -1,4 +1,4 @@
-"""The plugin worker: ``python -m benchmark.core.plugin_host IN_FD OUT_FD``.
+"""The plugin worker: ``python -m faithbench.benchmark.core.plugin_host IN_FD OUT_FD``.
 
 Started fresh for each plugin (never a fork of a loaded session, so it holds no
 examples, labels or rationales), it confines itself (``confine.confine_self``),
@@ -27,11 +27,11 @@ CLOSE = "close"
 def main(fd_in: int, fd_out: int) -> None:
     os.dup2(2, 1)  # whatever a plugin prints goes to stderr, never into a message
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the user's Ctrl-C is for faithbench
-    from benchmark.core import wire
+    from faithbench.benchmark.core import wire
 
     header, _ = wire.decode(wire.receive(fd_in))
     sys.path[:0] = [p for p in header["sys_path"] if p not in sys.path]
-    from benchmark.core.confine import confine_self
+    from faithbench.benchmark.core.confine import confine_self
 
     confine_self(Path(header["scratch"]), header["memory_bytes"], header["parent_pid"])
     os.environ["TMPDIR"] = header["scratch"]
@@ -56,13 +56,13 @@ def main(fd_in: int, fd_out: int) -> None:
 def _load(header: dict, explainer):
     if explainer is not None:
         return explainer
-    from benchmark.core.plugins import check_loaded, resolve_in_worker
+    from faithbench.benchmark.core.plugins import check_loaded, resolve_in_worker
 
     return check_loaded(resolve_in_worker(header["ref"]), header["ref"])
 
 
 def _describe(exc: BaseException) -> str:
-    from benchmark.core.errors import PluginError
+    from faithbench.benchmark.core.errors import PluginError
 
     if isinstance(exc, PluginError):
         return exc.problem
@@ -85,11 +85,11 @@ def _serve(fd_in: int, fd_out: int, explainer, model) -> None:
     import numpy as np
     import torch
 
-    from benchmark.core import wire
-    from benchmark.core.api import Batch
-    from benchmark.core.confine import limit_cpu
-    from benchmark.core.errors import PluginError
-    from benchmark.core.validation import call_plugin, deadline
+    from faithbench.benchmark.core import wire
+    from faithbench.benchmark.core.api import Batch
+    from faithbench.benchmark.core.confine import limit_cpu
+    from faithbench.benchmark.core.errors import PluginError
+    from faithbench.benchmark.core.validation import call_plugin, deadline
 
     while True:
         try:

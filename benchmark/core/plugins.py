@@ -2,7 +2,7 @@
 ``faithbench.explainers``. A plugin module exposes one ``EXPLAINER`` object.
 
 faithbench never imports a plugin itself: ``load_explainer`` starts a worker
-(``benchmark.core.isolation``) that imports it, and receives its spec as plain data,
+(``faithbench.benchmark.core.isolation``) that imports it, and receives its spec as plain data,
 checked here. What this process holds is a ``PluginExplainer``: that spec and the
 reference, whose ``explain`` runs only in a worker. So nothing a plugin file does
 at import (patching torch or a metric, ``atexit`` or signal handlers, claiming a
@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from benchmark.core.api import Explainer, ExplainerSpec
-from benchmark.core.errors import PluginError
+from faithbench.benchmark.core import legacy
+from faithbench.benchmark.core.api import Explainer, ExplainerSpec
+from faithbench.benchmark.core.errors import PluginError
 
 ENTRY_POINT_GROUP = "faithbench.explainers"
 
@@ -33,13 +34,13 @@ class PluginExplainer:
 
     def explain(self, model, batch, target, *, rng):
         raise PluginError(self.spec.name, "explain", "a plugin runs only in a worker process "
-                          "(benchmark.core.isolation.plugin_caller), never in faithbench's own")
+                          "(faithbench.benchmark.core.isolation.plugin_caller), never in faithbench's own")
 
 
 def load_explainer(ref: str, box=None) -> PluginExplainer:
     """``ref`` is a path to a .py file, a dotted module name, or an entry-point name;
     it is imported in a worker confined by ``box`` (an ``isolation.Confinement``)."""
-    from benchmark.core.isolation import Confinement, load_spec
+    from faithbench.benchmark.core.isolation import Confinement, load_spec
 
     if ref.endswith(".py"):
         if not Path(ref).is_file():
@@ -95,6 +96,7 @@ def _value(value):
 
 def resolve_in_worker(ref: str):
     """Import ``ref`` and return its EXPLAINER. Runs plugin code: worker only."""
+    legacy.install()
     path = Path(ref)
     if ref.endswith(".py"):
         if not path.is_file():
@@ -126,7 +128,7 @@ def _explainer_of(module, ref: str):
 def check_loaded(obj, ref: str) -> Explainer:
     spec = getattr(obj, "spec", None)
     if not isinstance(spec, ExplainerSpec):
-        raise PluginError(ref, "load", "EXPLAINER has no `spec` of type benchmark.core.api.ExplainerSpec")
+        raise PluginError(ref, "load", "EXPLAINER has no `spec` of type faithbench.api.ExplainerSpec")
     if not callable(getattr(obj, "explain", None)):
         raise PluginError(ref, "load", "EXPLAINER has no callable `explain(model, batch, target, *, rng)`")
     return obj

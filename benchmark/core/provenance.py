@@ -7,13 +7,13 @@ from pathlib import Path
 
 import torch
 
-import benchmark
+import faithbench
 
 
 @lru_cache(maxsize=1)
 def git_commit() -> str | None:
     """The checkout's commit (with ``+dirty`` if it has changes), or None outside git."""
-    root = Path(benchmark.__file__).resolve().parent.parent
+    root = Path(faithbench.benchmark.__file__).resolve().parent.parent
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                              text=True, timeout=5, check=True).stdout.strip()
@@ -26,7 +26,7 @@ def git_commit() -> str | None:
 
 def environment() -> dict:
     return {
-        "faithbench": benchmark.__version__,
+        "faithbench": faithbench.__version__,
         "git_commit": git_commit(),
         "python": platform.python_version(),
         "torch": torch.__version__,

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import jsonlines
 
-from benchmark.core.cache import atomic_write
-from benchmark.core.errors import DataFileError, NotUtf8Error
+from faithbench.benchmark.core.cache import atomic_write
+from faithbench.benchmark.core.errors import DataFileError, NotUtf8Error
 
 try:
     import fcntl
@@ -52,7 +52,7 @@ class ResultRecord:
     timing: dict
     extra: dict = field(default_factory=dict)
     # None: the estimate is the mean of the per-example values; else a corpus-level
-    # metric's aggregation (benchmark.core.api.Aggregation.as_dict) of their "stats"
+    # metric's aggregation (faithbench.api.Aggregation.as_dict) of their "stats"
     aggregation: dict | None = None
     created_at: float = field(default_factory=time.time)
     record_type: str = "result"
@@ -85,7 +85,7 @@ class FailureRecord:
 @dataclass(frozen=True)
 class AgreementRecord:
     """Agreement between explainers on one (task, model seed, split): the pair rows of
-    ``metrics.agreement.agreement_matrix``, keyed by explainer name; ``explainers``
+    ``faithbench.metrics.agreement.agreement_matrix``, keyed by explainer name; ``explainers``
     holds the canonical ids of those that took part (in matrix order)."""
 
     key: str

@@ -5,7 +5,7 @@ import difflib
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
-from benchmark.core.errors import FaithbenchError, UnknownNameError
+from faithbench.benchmark.core.errors import FaithbenchError, UnknownNameError
 
 T = TypeVar("T")
 

@@ -3,7 +3,7 @@
 - ``bootstrap``: mean and percentile CI over examples (Efron & Tibshirani 1993).
 - ``seed_estimate``: the mean of a (model seeds x examples) matrix with a CI that also
   covers retraining: with S >= 2 seeds a t over the seed means (S - 1 df) plus the
-  example variance (``benchmark.core.seed_interval``), with one seed ``bootstrap``.
+  example variance (``faithbench.benchmark.core.seed_interval``), with one seed ``bootstrap``.
   ``corpus_estimate`` is the same for corpus-level metrics, ``paired_seed_test`` the
   paired test of two entries' difference with several seeds. Every estimate names its
   ``method``.
@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from benchmark.core import seed_interval
+from faithbench.benchmark.core import seed_interval
 
 N_RESAMPLES = 2000
 ALPHA = 0.05
@@ -368,7 +368,7 @@ def corpus_bootstrap(
 
     ``stats`` is (N, K) for one model seed or (S, N, K) for S seeds over the same N
     examples; ``aggregation`` maps summed (..., K) statistics to a value (see
-    ``benchmark.core.api.Aggregation``, e.g. AER from per-sentence link counts). A
+    ``faithbench.api.Aggregation``, e.g. AER from per-sentence link counts). A
     seed's value is the aggregation of its column sums; the point estimate is the mean
     over seeds. Each resample draws S seeds, then N examples, with replacement, sums the
     drawn examples' statistics per drawn seed and re-aggregates — the ratio is taken of
@@ -446,7 +446,7 @@ def seed_estimate(
     draws, so the CI covers retraining as well as the test sample.
 
     S >= 2: t over the seed means plus the example variance
-    (``benchmark.core.seed_interval``); S = 1: ``bootstrap`` of the row, exactly.
+    (``faithbench.benchmark.core.seed_interval``); S = 1: ``bootstrap`` of the row, exactly.
 
     Seed means 2 and 4 of rows (1, 2, 3), (3, 4, 5): v_seed = 1, v_example = 1/3
     (see ``seed_parts``); half-width sqrt(12.706² · 1 + 4.303² / 3) = 12.95.

@@ -2,7 +2,7 @@
 stage and example ids — never a silent zero.
 
 ``call_plugin`` guards every call (in-process or in a worker, see
-``benchmark.core.isolation``): eval mode, the weights unchanged, no thread left
+``faithbench.benchmark.core.isolation``): eval mode, the weights unchanged, no thread left
 behind, its own time recorded (callers hold it to the budget), output checked by
 ``check_scores``. ``run_checks`` is what
 ``faithbench validate`` prints: shape, finite values, determinism, the same answer
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
-from benchmark.core.api import Batch, ExplainableModel, Explainer
-from benchmark.core.errors import PluginError
+from faithbench.benchmark.core.api import Batch, ExplainableModel, Explainer
+from faithbench.benchmark.core.errors import PluginError
 
 BATCH_TOLERANCE = 1e-4  # relative; batched LSTM kernels differ in the last bits
 
@@ -228,7 +228,7 @@ def run_checks(explainer: Explainer, caller, batch: Batch, target, *,
                time_budget_s: float = 1.0, fresh=None) -> list[CheckResult]:
     """All plugin checks on one batch; every check runs even if an earlier one fails.
 
-    ``caller`` is the ``benchmark.core.isolation`` object that runs the explainer, so
+    ``caller`` is the ``faithbench.benchmark.core.isolation`` object that runs the explainer, so
     every call here is under the same time budget (and isolation) as in a run;
     ``fresh`` (a context manager factory for another caller, default ``caller``) runs
     the invariance check in a new worker that has not seen the first calls. Every

@@ -5,7 +5,7 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-from benchmark.core.api import Batch
+from faithbench.benchmark.core.api import Batch
 
 PAD, UNK = "<pad>", "<unk>"
 

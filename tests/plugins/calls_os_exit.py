@@ -2,7 +2,7 @@
 
 import os
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 class CallsOsExit:

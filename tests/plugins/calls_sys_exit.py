@@ -2,7 +2,7 @@
 
 import sys
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 class CallsSysExit:

@@ -1,6 +1,6 @@
 """Misbehaving plugin: switches the model to train mode (dropout on) and leaves it so."""
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 class CallsTrain:

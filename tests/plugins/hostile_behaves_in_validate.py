@@ -6,7 +6,7 @@ import os
 
 import torch
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 class Gamer:

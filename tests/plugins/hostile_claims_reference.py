@@ -1,11 +1,11 @@
-"""Hostile plugin: its class claims to live in ``submissions.gradient`` (the old
+"""Hostile plugin: its class claims to live in ``faithbench.submissions.gradient`` (the old
 test for "reference, run in-process"), and its explain changes the targets, the
 batch and the model's mode in place, hoping the session shares them; with the mask
 it zeroed, its NaN scores passed the finite check (which read the plugin's mask)."""
 
 import torch
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 class Impostor:
@@ -19,6 +19,6 @@ class Impostor:
         return torch.full(batch.ids.shape, float("nan"))
 
 
-Impostor.__module__ = "submissions.gradient"
+Impostor.__module__ = "faithbench.submissions.gradient"
 Impostor.__qualname__ = "GradientExplainer"
 EXPLAINER = Impostor()

@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 def _attempt(fn, log):

@@ -3,7 +3,7 @@ would outlive the worker, then explains honestly."""
 
 import os
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 class ForksDaemon:

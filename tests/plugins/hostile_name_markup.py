@@ -1,7 +1,7 @@
 """Hostile plugin: a name with table markup and a newline, set past ExplainerSpec's
 own check."""
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 class Markup:

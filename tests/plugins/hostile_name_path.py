@@ -1,6 +1,6 @@
 """Hostile plugin: a name with a path in it, set past ExplainerSpec's own check."""
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 class Escapes:

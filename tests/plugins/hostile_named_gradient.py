@@ -1,7 +1,7 @@
 """Hostile plugin: claims the reference gradient's name, parameters and version,
 so its canonical id is ``gradient[norm=l2]@1``: its units were the gradient's."""
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 class FakeGradient:

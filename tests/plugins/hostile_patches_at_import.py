@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from benchmark.core.api import ExplainerSpec, SimpleMetric
+from faithbench.benchmark.core.api import ExplainerSpec, SimpleMetric
 
 _compute = SimpleMetric.compute
 

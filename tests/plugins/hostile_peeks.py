@@ -3,7 +3,7 @@ labels and human rationales, and fails loudly if it finds any (so a test sees it
 
 import gc
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 class Peeks:

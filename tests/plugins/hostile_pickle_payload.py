@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 def _run_payload(marker):

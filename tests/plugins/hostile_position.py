@@ -3,7 +3,7 @@ declares ``deterministic=False`` (which once skipped both checks that find this)
 
 import torch
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 class ByPosition:

@@ -6,7 +6,7 @@ import pickle
 import struct
 import sys
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 class _Payload:

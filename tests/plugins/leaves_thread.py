@@ -5,7 +5,7 @@
 
 import threading
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 STOP = threading.Event()
 

@@ -1,6 +1,6 @@
 """Broken plugin: explain raises."""
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 class Raises:

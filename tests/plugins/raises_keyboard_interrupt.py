@@ -1,6 +1,6 @@
 """Broken plugin: raises KeyboardInterrupt from explain, as if the user pressed Ctrl-C."""
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 class RaisesKeyboardInterrupt:

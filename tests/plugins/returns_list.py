@@ -1,6 +1,6 @@
 """Broken plugin: a nested list instead of a tensor."""
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 class ReturnsList:

@@ -2,7 +2,7 @@
 
 import time
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 DELAY_S = 0.05
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from benchmark.core.api import ExplainerSpec
+from faithbench.api import ExplainerSpec
 
 
 class WrongShape:

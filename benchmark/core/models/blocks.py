@@ -52,7 +52,7 @@ def nonempty(mask: torch.Tensor) -> torch.Tensor:
 
 
 class AttentionModelSurface(nn.Module):
-    """The model surface of benchmark.core.api, derived from one method
+    """The model surface of faithbench.api, derived from one method
     ``_forward(embeds, batch) -> (logits (B, C), attention weights (B, T))`` and an
     ``embedding`` table, so every task model exposes it the same way."""
 

@@ -6,8 +6,12 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from benchmark.core.api import Batch
-from benchmark.core.models.blocks import AdditiveAttention, AttentionModelSurface, BiLSTMEncoder
+from faithbench.benchmark.core.api import Batch
+from faithbench.benchmark.core.models.blocks import (
+    AdditiveAttention,
+    AttentionModelSurface,
+    BiLSTMEncoder,
+)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from benchmark.core.api import Batch
-from benchmark.core.models.blocks import (
+from faithbench.benchmark.core.api import Batch
+from faithbench.benchmark.core.models.blocks import (
     AdditiveAttention,
     AttentionModelSurface,
     BiLSTMEncoder,

@@ -22,8 +22,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from benchmark.core.api import Batch
-from benchmark.core.models.blocks import AdditiveAttention
+from faithbench.benchmark.core.api import Batch
+from faithbench.benchmark.core.models.blocks import AdditiveAttention
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from benchmark.core.api import Batch
+from faithbench.benchmark.core.api import Batch
 
 log = logging.getLogger(__name__)
 

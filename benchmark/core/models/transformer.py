@@ -1,4 +1,4 @@
-"""A Hugging Face sequence classifier behind the model surface of benchmark.core.api.
+"""A Hugging Face sequence classifier behind the model surface of faithbench.api.
 
 A Batch row holds the model's subword ids *without* its special tokens; the adapter
 adds them itself ([CLS] a [SEP], or [CLS] a [SEP] b [SEP] for a pair told apart by
@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from benchmark.core.api import CAPABILITIES, Batch, token_attention
+from faithbench.benchmark.core.api import CAPABILITIES, Batch, token_attention
 
 
 class SpecialLayout:
@@ -158,7 +158,7 @@ class TransformerClassifier(nn.Module):
 
     def retokenize(self, batch: Batch) -> Batch:
         """Each row's pieces decoded to text and tokenized again (per segment), as a
-        text-level tool sees a perturbed input; see benchmark.core.erasers."""
+        text-level tool sees a perturbed input; see faithbench.benchmark.core.erasers."""
         segments = [[0] * int(n) for n in batch.lengths] if batch.segments is None else [
             batch.segments[r][batch.mask[r]].tolist() for r in range(len(batch))]
         rows = [batch.tokens_of(r) for r in range(len(batch))]

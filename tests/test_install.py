@@ -1,0 +1,43 @@
+"""What ``pip install .`` puts on a user's machine: one import package, ``faithbench``,
+so a notebook folder with its own ``metrics.py`` or ``tasks.py`` still runs the API."""
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_wheel_installs_only_faithbench(tmp_path):
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                    "--no-build-isolation", "-w", str(tmp_path), str(REPO)],
+                   check=True, capture_output=True, timeout=300)
+    [wheel] = tmp_path.glob("faithbench-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {n.split("/")[0] for n in names}
+    assert top == {"faithbench", f"{wheel.name.split('-py3')[0]}.dist-info"}, top
+    for module in ("faithbench/api.py", "faithbench/testing.py", "faithbench/benchmark/cli.py",
+                   "faithbench/benchmark/core/api.py", "faithbench/metrics/erasure.py",
+                   "faithbench/tasks/sentiment.py", "faithbench/leaderboard/rank.py",
+                   "faithbench/submissions/TEMPLATE.py"):
+        assert module in names
+    entry = zipfile.ZipFile(wheel).read(f"{wheel.name.split('-py3')[0]}.dist-info/entry_points.txt")
+    assert b"faithbench = faithbench.benchmark.cli:main" in entry
+
+
+def test_a_notebook_folder_with_its_own_metrics_module_runs_the_api(tmp_path, synthetic_ready):
+    """Before: ``import metrics`` inside faithbench found the user's metrics.py."""
+    for name in ("metrics", "tasks", "benchmark", "leaderboard", "submissions"):
+        (tmp_path / f"{name}.py").write_text("raise ImportError('the user\\'s own module')\n")
+    code = ("from faithbench.benchmark.plan import RunConfig\n"
+            "from faithbench.benchmark.runner import run\n"
+            "done = run(RunConfig(limit=10, explainers=('random',), metrics=('comprehensiveness',),"
+            " out='out', progress=False, write_leaderboard=False))\n"
+            "print('computed', done.computed)\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "computed 1" in done.stdout
