@@ -16,8 +16,8 @@ import torch
 from faithbench import tasks as task_registry
 from faithbench.benchmark.core import stats
 from faithbench.benchmark.core.api import ALIGNMENT
-from faithbench.benchmark.core.cache import content_hash
 from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.links import chosen, link_counts, symmetrize, transpose
 from faithbench.benchmark.core.provenance import environment
 from faithbench.benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic

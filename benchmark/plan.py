@@ -19,8 +19,8 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass
 
-from faithbench.benchmark.core.cache import content_hash
 from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.files import content_hash
 
 DEFAULT_OUT = "faithbench-results"
 

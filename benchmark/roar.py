@@ -42,9 +42,10 @@ import torch
 from faithbench import submissions
 from faithbench import tasks as task_registry
 from faithbench.benchmark.core.api import CLASSIFICATION, PAIR_CLASSIFICATION, TaskOptions
-from faithbench.benchmark.core.cache import atomic_write, cache_dir, content_hash
+from faithbench.benchmark.core.cache import cache_dir
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.executor import make_executor
+from faithbench.benchmark.core.files import atomic_write, content_hash
 from faithbench.benchmark.core.records import append_jsonl, read_jsonl
 from faithbench.benchmark.plan import RunConfig
 from faithbench.benchmark.roar_report import ALL, CLEAN, LENGTH, RANDOM, report  # noqa: F401

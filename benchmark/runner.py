@@ -30,9 +30,9 @@ from faithbench import submissions
 from faithbench import tasks as task_registry
 from faithbench.benchmark import plan
 from faithbench.benchmark.core.api import Explainer, capabilities
-from faithbench.benchmark.core.cache import content_hash
 from faithbench.benchmark.core.claims import claim
 from faithbench.benchmark.core.errors import InputError, PluginError, UnknownNameError
+from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.isolation import Confinement
 from faithbench.benchmark.core.plugins import ENTRY_POINT_GROUP, load_explainer
 from faithbench.benchmark.core.records import (

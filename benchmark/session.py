@@ -33,9 +33,10 @@ from faithbench.benchmark.core.api import (
     TaskOptions,
     TrainingInput,
 )
-from faithbench.benchmark.core.cache import atomic_write, cache_dir, content_hash, file_hash
+from faithbench.benchmark.core.cache import cache_dir
 from faithbench.benchmark.core.errors import InputError, IntegrityError
 from faithbench.benchmark.core.executor import make_executor
+from faithbench.benchmark.core.files import atomic_write, content_hash, file_hash
 from faithbench.benchmark.core.isolation import Confinement, is_reference, plugin_caller
 from faithbench.benchmark.core.perturb import Perturber
 from faithbench.benchmark.core.provenance import environment

@@ -15,8 +15,8 @@ from pathlib import Path
 from faithbench import submissions
 from faithbench import tasks as task_registry
 from faithbench.benchmark.core import stats
-from faithbench.benchmark.core.cache import content_hash
 from faithbench.benchmark.core.errors import DataFileError, InputError, PluginError
+from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.isolation import plugin_caller
 from faithbench.benchmark.core.records import (
     AgreementRecord,

@@ -43,13 +43,13 @@ from pathlib import Path
 
 import numpy as np
 
-from faithbench.benchmark.core.cache import atomic_write, content_hash, file_hash
 from faithbench.benchmark.core.errors import (
     DataFileError,
     InputError,
     IntegrityError,
     UnknownNameError,
 )
+from faithbench.benchmark.core.files import atomic_write, content_hash, file_hash
 from faithbench.benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic
 from faithbench.benchmark.core.stats import Aggregation
 from faithbench.leaderboard.suite import (

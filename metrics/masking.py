@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 from faithbench.benchmark.core.api import Example
-from faithbench.benchmark.core.cache import content_hash
 from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.vocab import UNK
 
 KEPT = "<kept>"  # what MaskPattern puts at every position the mask left alone

@@ -37,14 +37,9 @@ import sacrebleu
 import torch
 
 from faithbench.benchmark.core.api import ALIGNMENT, Batch, Example, TaskOptions, TaskSpec
-from faithbench.benchmark.core.cache import (
-    atomic_write,
-    content_hash,
-    sealed,
-    verified_weights,
-    weights_hash,
-)
+from faithbench.benchmark.core.cache import sealed, verified_weights, weights_hash
 from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.benchmark.core.files import atomic_write, content_hash
 from faithbench.benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
 from faithbench.benchmark.core.models.training import (
     NEXT_WORD,

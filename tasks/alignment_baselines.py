@@ -16,8 +16,9 @@ import tempfile
 from importlib.metadata import version
 from pathlib import Path
 
-from faithbench.benchmark.core.cache import atomic_write, cache_dir, content_hash
+from faithbench.benchmark.core.cache import cache_dir
 from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.files import atomic_write, content_hash
 from faithbench.benchmark.core.links import SYMMETRIZE, diagonal_links, symmetrize
 
 ALIGNERS = ("diagonal", "eflomal")

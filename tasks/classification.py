@@ -26,15 +26,9 @@ from typing import Any, NamedTuple
 import torch
 
 from faithbench.benchmark.core.api import PAIR_CLASSIFICATION, Batch, Example, TaskOptions, TaskSpec
-from faithbench.benchmark.core.cache import (
-    atomic_write,
-    cache_dir,
-    content_hash,
-    sealed,
-    verified_weights,
-    weights_hash,
-)
+from faithbench.benchmark.core.cache import cache_dir, sealed, verified_weights, weights_hash
 from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.benchmark.core.files import atomic_write, content_hash
 from faithbench.benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
 from faithbench.benchmark.core.models.training import TrainConfig, accuracy, seed_everything, train
 from faithbench.benchmark.core.vocab import Vocabulary, collate

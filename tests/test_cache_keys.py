@@ -10,7 +10,7 @@ import torch
 
 from faithbench.benchmark import plan
 from faithbench.benchmark.core.api import TaskOptions
-from faithbench.benchmark.core.cache import content_hash, file_hash
+from faithbench.benchmark.core.files import content_hash, file_hash
 from faithbench.benchmark.core.records import read_jsonl, read_results, write_jsonl_atomic
 from faithbench.benchmark.plan import RunConfig
 from faithbench.benchmark.runner import resolve_explainer, run

@@ -18,8 +18,8 @@ import torch
 
 import faithbench.benchmark.session as session_module
 from faithbench.benchmark.cli import main
-from faithbench.benchmark.core.cache import content_hash, file_hash
 from faithbench.benchmark.core.errors import IntegrityError
+from faithbench.benchmark.core.files import content_hash, file_hash
 from faithbench.benchmark.core.records import read_jsonl, write_jsonl_atomic
 from faithbench.benchmark.plan import RunConfig
 from faithbench.benchmark.runner import resolve_explainer, run

@@ -7,6 +7,7 @@ shared name lists (no torch); a submission sees faithbench only through
 
 import ast
 import importlib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -96,7 +97,7 @@ def test_top_layer_sees_no_concrete_task():
 
 
 def test_leaderboard_needs_only_records_stats_and_names():
-    allowed = ("benchmark.core.records", "benchmark.core.stats", "benchmark.core.cache",
+    allowed = ("benchmark.core.records", "benchmark.core.stats", "benchmark.core.files",
                "benchmark.core.errors", "benchmark.core.names", "leaderboard")
     for path in _files("leaderboard"):
         for name in _imports(path):
@@ -104,3 +105,15 @@ def test_leaderboard_needs_only_records_stats_and_names():
             ok = (name.startswith(allowed) or top in ("tabulate", "numpy", "__future__")
                   or (top in sys.stdlib_module_names and top not in PACKAGES))
             assert ok, f"{path.name} imports {name}"
+
+
+def test_the_leaderboard_loads_no_torch():
+    """Ranking a results folder needs numpy, not torch: checked in a fresh process,
+    whose modules are exactly what the imports pulled in."""
+    code = ("import sys, faithbench.leaderboard, faithbench.leaderboard.render, "
+            "faithbench.leaderboard.compare; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'captum', "
+            "'transformers', 'datasets')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.strip() == "[]", done.stdout

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import faithbench.leaderboard.entry as entry_module
-from faithbench.benchmark.core.cache import content_hash
 from faithbench.benchmark.core.errors import DataFileError, InputError, UnknownNameError
+from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.stats import SEED_T, bootstrap
 from faithbench.leaderboard import (
     compare,

@@ -23,7 +23,7 @@ from faithbench.benchmark.core.api import (
     TaskOptions,
     TrainingInput,
 )
-from faithbench.benchmark.core.cache import content_hash
+from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.records import read_jsonl, read_results
 from faithbench.benchmark.core.vocab import UNK
 from faithbench.benchmark.plan import RunConfig

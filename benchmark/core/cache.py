@@ -1,22 +1,17 @@
-"""Where trained models and other reusable artefacts are kept, and how they are keyed.
-
-Keys are content hashes of canonical JSON, so the same data, config and seed
-always find the same file; writes are atomic (temp file + rename), so a killed
-run never leaves a half-written artefact that a later run would read.
-"""
+"""Where trained models and other reusable artefacts are kept, and the hash that
+names a model by its weights (keys and atomic writes: ``core.files``)."""
 
 import hashlib
-import json
 import logging
 import math
 import os
-import tempfile
 from pathlib import Path
 
 import platformdirs
 import torch
 
 from faithbench.benchmark.core.errors import IntegrityError
+from faithbench.benchmark.core.files import atomic_write, content_hash
 
 log = logging.getLogger(__name__)
 
@@ -27,16 +22,6 @@ def cache_dir() -> Path:
     path = Path(root)
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def content_hash(obj, length: int = 16) -> str:
-    """Stable hash of a JSON-serialisable object.
-
-    >>> content_hash({"b": 1, "a": [1, 2]}) == content_hash({"a": [1, 2], "b": 1})
-    True
-    """
-    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:length]
 
 
 def weights_hash(state_dict, length: int = 16) -> str:
@@ -100,26 +85,3 @@ def verified_weights(path: Path, model, saved: dict, *, fraction_accuracy: bool 
     return found
 
 
-def file_hash(path: Path) -> str:
-    """sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def atomic_write(path: Path, write) -> None:
-    """Call ``write(file_path)`` on a temp file next to ``path``, then rename it in place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import jsonlines
 
-from faithbench.benchmark.core.cache import atomic_write
 from faithbench.benchmark.core.errors import DataFileError, NotUtf8Error
+from faithbench.benchmark.core.files import atomic_write
 
 try:
     import fcntl
