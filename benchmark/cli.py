@@ -14,6 +14,7 @@ from pathlib import Path
 
 from faithbench.benchmark.core.errors import FaithbenchError, InputError
 from faithbench.benchmark.core.executor import EXECUTORS
+from faithbench.benchmark.core.ids import short_name
 from faithbench.benchmark.core.isolation import ISOLATION
 from faithbench.benchmark.core.names import FAMILIES
 from faithbench.benchmark.plan import DEFAULT_OUT, RunConfig
@@ -385,7 +386,7 @@ def _print_summary(summary) -> None:
     for task in sorted({r.task for r in summary.results}):
         print(f"\n{task}")
         print(_matrix(entries, task, "table", sort_by="comprehensiveness"))
-    flags = [(r.task, r.explainer, r.metric.split("[")[0].split("@")[0], name, count,
+    flags = [(r.task, r.explainer, short_name(r.metric), name, count,
               r.estimate["n"]) for r in summary.results for name, count in sorted(r.extra.items())]
     if flags:
         print("\n" + safe_table(flags, headers=["task", "explainer", "metric", "flag", "count", "n"]))

@@ -18,8 +18,6 @@ import importlib.util
 import logging
 import shutil
 import time
-import types
-import typing
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from itertools import groupby
@@ -29,6 +27,7 @@ from faithbench import metrics as metric_registry
 from faithbench import submissions
 from faithbench import tasks as task_registry
 from faithbench.benchmark import plan
+from faithbench.benchmark.core import ids, params
 from faithbench.benchmark.core.api import Explainer, capabilities
 from faithbench.benchmark.core.claims import claim
 from faithbench.benchmark.core.errors import InputError, PluginError, UnknownNameError
@@ -77,63 +76,37 @@ class RunSummary:
 def configured(ref: str):
     """A reference explainer with parameters, as in its canonical id:
     ``attention[layer=0;heads=max]``, ``integrated_gradients[n_steps=20]``. Only the
-    parameters in its id (``spec.params``) can be set, each to a value of its declared
-    type: a setting the id does not show (``rows_per_pass``) would give two different
-    runs one name.
+    parameters ``submissions.PARAMS`` declares can be set, each to a value its
+    declaration accepts (checked here, before any model is prepared).
 
     >>> configured("attention[heads=max;layer=-2]").spec.id
     'attention[heads=max;layer=-2]@1'
-    >>> settable(submissions.get_explainer("integrated_gradients"))
-    {'n_steps': 'int'}
+    >>> configured("gradient[norm=l2]@1").spec.id  # a canonical id names its explainer
+    'gradient[norm=l2]@1'
+    >>> configured("integrated_gradients[n_steps=0]")
+    Traceback (most recent call last):
+    ...
+    faithbench.benchmark.core.errors.InputError: explainer 'integrated_gradients[n_steps=0]': n_steps=0 is not int >= 1 (settable: n_steps: int >= 1)
     """
-    name, params = metric_registry.parse_params(ref, "explainer")  # one syntax for both
-    explainer = submissions.get_explainer(name)
-    types = settable(explainer)
-    listing = "; ".join(f"{k}: {t}" for k, t in types.items()) or "none"
-    for key, value in params.items():
-        if key not in types:
-            close = difflib.get_close_matches(key, types, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise InputError(f"explainer {ref!r}: no settable parameter {key!r}{hint} "
-                             f"(settable: {listing})")
-        hint = typing.get_type_hints(type(explainer))[key]
-        if not _is_instance(value, hint):
-            raise InputError(f"explainer {ref!r}: {key}={value!r} is not of type "
-                             f"{types[key]} (settable: {listing})")
+    parsed = ids.parse_id(ref, "explainer")
+    explainer = submissions.get_explainer(parsed.name)
+    if parsed.version and parsed.version != explainer.spec.version:
+        raise InputError(f"explainer {ref!r}: version {parsed.version} requested, "
+                         f"{explainer.spec.version} registered")
+    declared = submissions.PARAMS.get(parsed.name, {})
+    given = dict(parsed.params)
+    for key, value in explainer.spec.params:  # shown in the id, not settable: restating is fine
+        if key in given and key not in declared:
+            if ids.format_value(given.pop(key)) != ids.format_value(value):
+                raise InputError(f"explainer {ref!r}: {key} is fixed at {ids.format_value(value)} "
+                                 f"(settable: {params.listing(declared)})")
+    values = params.check("explainer", ref, given, declared,
+                          defaults=dict(explainer.spec.params))
     try:
-        return dataclasses.replace(explainer, **params)
+        return dataclasses.replace(explainer, **values) if values else explainer
     except (TypeError, ValueError) as exc:
-        raise InputError(f"explainer {ref!r}: {exc} (settable: {listing})") from exc
-
-
-def settable(explainer) -> dict[str, str]:
-    """{parameter: type} of the dataclass fields a reference explainer's id shows."""
-    in_id = {k for k, _ in explainer.spec.params}
-    hints = typing.get_type_hints(type(explainer))
-    return {f.name: _type_name(hints[f.name]) for f in dataclasses.fields(explainer)
-            if f.init and f.name in in_id}
-
-
-def _type_name(hint) -> str:
-    args = typing.get_args(hint)
-    if args:
-        return " | ".join(_type_name(a) for a in args)
-    return "None" if hint is type(None) else getattr(hint, "__name__", str(hint))
-
-
-def _is_instance(value, hint) -> bool:
-    """``value`` (as ``parse_params`` reads it) fits ``hint``: an int fits float, a
-    bool fits only bool."""
-    args = typing.get_args(hint)
-    if args and typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return any(_is_instance(value, a) for a in args)
-    if hint is type(None):
-        return value is None
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, typing.get_origin(hint) or hint)
+        raise InputError(f"explainer {ref!r}: {exc} (settable: "
+                         f"{params.listing(declared)})") from exc
 
 
 def resolve_explainer(ref: str, box: Confinement | None = None) -> Explainer:
@@ -157,10 +130,10 @@ def check_explainer(ref: str) -> Explainer | None:
     ``UnknownNameError``: every verb calls it before it prepares a model."""
     if ref in submissions.REGISTRY:
         return submissions.get_explainer(ref)
-    if "[" in ref and ref.split("[", 1)[0] in submissions.REGISTRY:  # e.g. attention[layer=0]
-        return configured(ref)
+    if not ref.endswith(".py") and ids.short_name(ref) in submissions.REGISTRY:
+        return configured(ref)  # e.g. attention[layer=0], gradient@1
     if not _plugin_exists(ref):
-        close = difflib.get_close_matches(ref.split("[", 1)[0], submissions.REFERENCE, n=3)
+        close = difflib.get_close_matches(ids.short_name(ref), submissions.REFERENCE, n=3)
         hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
         what = (f"no such file: {ref}" if ref.endswith(".py") else
                 f"unknown explainer {ref!r}: not a reference explainer, a .py file, an entry "

@@ -38,6 +38,8 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from faithbench.benchmark.core.ids import short_name
+
 HERE = Path(__file__).resolve().parent
 VENV = Path.home() / ".cache" / "faithbench" / "peers-venv"
 NAMES = ("gradient", "gradient_x_input", "lime", "partition_shap")
@@ -140,7 +142,7 @@ def faithbench_side(ferret_out: Path, args, out: Path) -> tuple[float, list, dic
     for line in per_example.read_text().splitlines():
         row = json.loads(line)
         stem = Path(row["explanations"]).stem.removeprefix("explanations-")
-        values[(stem, row["metric"].split("[")[0], row["id"])] = row["value"]
+        values[(stem, short_name(row["metric"]), row["id"])] = row["value"]
     return wall, rows, values
 
 
@@ -148,7 +150,7 @@ def differences(name: str, ferret_rows: list[dict], ours: dict) -> dict[str, flo
     """Largest |ferret − faithbench| per metric (NaN in both counts as agreement)."""
     worst = {}
     for key, metric in METRICS.items():
-        metric_name = metric.split("[")[0]
+        metric_name = short_name(metric)
         gaps = []
         for row in ferret_rows:
             a, b = row[key], ours[(name, metric_name, row["id"])]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 
 from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.ids import short_name
 from faithbench.benchmark.core.names import FAMILIES
 from faithbench.benchmark.core.stats import (
     ALPHA,
@@ -41,7 +42,7 @@ from faithbench.benchmark.core.stats import (
 )
 from faithbench.leaderboard.entry import Entry
 from faithbench.leaderboard.rank import matches, scored_count, seed_matrix
-from faithbench.leaderboard.suite import require_same_suite, short_name
+from faithbench.leaderboard.suite import require_same_suite
 
 NO_DIFFERENCE = "no significant difference"
 

@@ -50,6 +50,7 @@ from faithbench.benchmark.core.errors import (
     UnknownNameError,
 )
 from faithbench.benchmark.core.files import atomic_write, content_hash, file_hash
+from faithbench.benchmark.core.ids import short_name
 from faithbench.benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic
 from faithbench.benchmark.core.stats import Aggregation
 from faithbench.leaderboard.suite import (
@@ -58,7 +59,6 @@ from faithbench.leaderboard.suite import (
     check_rows,
     derive_suite,
     explainer_of,
-    short_name,
 )
 
 SCHEMA_VERSION = 1

@@ -24,6 +24,7 @@ import math
 from collections import defaultdict
 
 from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.benchmark.core.ids import short_name
 from faithbench.benchmark.core.names import DIRECTIONS, FAMILIES
 from faithbench.benchmark.core.stats import (
     ALPHA,
@@ -33,7 +34,7 @@ from faithbench.benchmark.core.stats import (
     settings_of,
 )
 from faithbench.leaderboard.entry import Entry
-from faithbench.leaderboard.suite import require_same_suite, short_name
+from faithbench.leaderboard.suite import require_same_suite
 
 
 def matches(canonical: str, query: str | None) -> bool:

@@ -18,10 +18,10 @@ from collections import Counter
 from tabulate import tabulate
 
 from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.ids import short_name
 from faithbench.benchmark.core.names import FAMILIES
 from faithbench.leaderboard.entry import Entry
 from faithbench.leaderboard.rank import matches, rank
-from faithbench.leaderboard.suite import short_name
 
 FORMATS = ("table", "markdown", "csv")
 MARKDOWN = ("github", "pipe")  # the tabulate formats of Markdown tables

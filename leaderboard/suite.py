@@ -17,6 +17,7 @@ import math
 from collections import defaultdict
 
 from faithbench.benchmark.core.errors import DataFileError, InputError
+from faithbench.benchmark.core.ids import short_name
 from faithbench.benchmark.core.names import DIRECTIONS
 from faithbench.benchmark.core.records import ResultRecord
 from faithbench.benchmark.core.stats import Aggregation
@@ -26,15 +27,6 @@ ROW_FIELDS = ("task", "model_seed", "metric", "id", "value")
 # compare with any entry on the same split and data, whatever its checkpoints
 MODEL_FREE = "model-free"
 ESTIMATE_FIELDS = ("mean", "ci_low", "ci_high", "n")
-
-
-def short_name(canonical: str) -> str:
-    """The registry name inside a canonical id ``name[params]@version``.
-
-    >>> short_name("comprehensiveness[bins=0.1,0.5;eraser=delete]@1")
-    'comprehensiveness'
-    """
-    return canonical.split("[", 1)[0].split("@", 1)[0]
 
 
 def check_results(results: list[dict]) -> list[ResultRecord]:

@@ -8,14 +8,15 @@ kind, and ``with_params`` makes a parametrized variant as a new frozen value.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from typing import Any
 
+from faithbench.benchmark.core import ids, params
 from faithbench.benchmark.core.api import SimpleMetric
 from faithbench.benchmark.core.erasers import ERASERS
 from faithbench.benchmark.core.errors import InputError, UnknownNameError
 from faithbench.benchmark.core.links import LINKS
 from faithbench.benchmark.core.names import TASK_KINDS
+from faithbench.benchmark.core.params import Param
 from faithbench.benchmark.core.registry import Registry
 from faithbench.metrics.alignment import AER_METRIC, PRECISION_METRIC, RECALL_METRIC
 from faithbench.metrics.erasure import AOPC_LERF, AOPC_MORF
@@ -74,48 +75,42 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
-def _number(value, low: float, high: float, *, low_open: bool, whole: bool = False) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)):
-        return False
-    return (low < value if low_open else low <= value) and value <= high
+def _choice(*options) -> Param:
+    """One of ``options`` (None among them: the parameter may be left off), matched by
+    type too: 1 == True, but positive_only=1 is not a bool."""
+    values = tuple(o for o in options if o is not None)
+    return Param(type(values[0]), choices=values, optional=None in options)
 
 
-def _choice(*options):
-    # by type too: 1 == True, but positive_only=1 is not a bool
-    return (lambda v: any(type(v) is type(o) and v == o for o in options),
-            " | ".join(map(str, options)))
-
-
-# Every metric parameter: its declared type, and the check its value must pass when
-# the metric is resolved (``resolve``), so a bad value stops a run before anything is
-# trained or explained. One meaning per name across metrics; a test checks that every
-# registered parameter has an entry.
-PARAMS: dict[str, tuple[Any, str]] = {
-    "bins": (lambda v: isinstance(v, tuple) and len(v) > 0
-             and all(_number(b, 0, 1, low_open=True) for b in v),
-             "one or more fractions in (0, 1], comma-separated"),
+# Every metric parameter, declared once (``core.params``): one meaning per name across
+# metrics, checked when a metric is resolved (``resolve``), so a bad value stops a run
+# before anything is trained or explained. A test checks that every registered
+# parameter has an entry.
+PARAMS: dict[str, Param] = {
+    "bins": Param(float, low=0, high=1, low_open=True, tuple_of=True,
+                  text="one or more fractions in (0, 1], comma-separated"),
     "rounding": _choice(*ROUNDINGS),
     "eraser": _choice(*ERASERS),
     "granularity": _choice(*GRANULARITIES),
     "ties": _choice(*TIES),
-    "segment": (lambda v: v is None or _number(v, 0, 1, low_open=False, whole=True),
-                "None | 0 | 1 (premise / hypothesis)"),
-    "k_max": (lambda v: _number(v, 1, float("inf"), low_open=False, whole=True),
-              "int >= 1"),
+    "segment": Param(int, choices=(0, 1), optional=True,
+                     text="None | 0 | 1 (premise / hypothesis)"),
+    "k_max": Param(int, low=1, text="int >= 1"),
     "positive_only": _choice(None, True, False),
     "distinct": _choice(None, True, False),
-    "if_empty": (lambda v: v is None or _number(v, float("-inf"), float("inf"), low_open=True),
-                 "None | a number"),
-    "k_frac": (lambda v: v is None or _number(v, 0, 1, low_open=True),
-               "None | a fraction in (0, 1]"),
+    "if_empty": Param(float, optional=True, text="None | a number"),
+    "k_frac": Param(float, low=0, high=1, low_open=True, optional=True,
+                    text="None | a fraction in (0, 1]"),
     "links": _choice(None, *LINKS),
-    "fraction": (lambda v: v is None or _number(v, 0, 1, low_open=True),
-                 "None | a fraction in (0, 1] (with links=threshold)"),
-    "ratio": (lambda v: _number(v, 0, 1, low_open=False), "a fraction in [0, 1]"),
+    "fraction": Param(float, low=0, high=1, low_open=True, optional=True,
+                      text="None | a fraction in (0, 1] (with links=threshold)"),
+    "ratio": Param(float, low=0, high=1, text="a fraction in [0, 1]"),
     "mask": _choice(*MASKS),
 }
-# parameters that take several values: one value given alone is a list of one
-_TUPLES = frozenset({"bins"})
+
+
+def _keys(metric: SimpleMetric) -> list[str]:
+    return [k for k, _ in metric.spec.params]
 
 
 def settable(metric: SimpleMetric) -> str:
@@ -124,17 +119,13 @@ def settable(metric: SimpleMetric) -> str:
     >>> settable(get_metric("flip_rate"))
     'eraser: delete | mask | pad | retokenize; segment: None | 0 | 1 (premise / hypothesis); granularity: None | word | subword'
     """
-    return "; ".join(f"{k}: {PARAMS.get(k, (None, 'any'))[1]}" for k, _ in metric.spec.params)
+    return params.listing(PARAMS, _keys(metric))
 
 
 def check_params(metric: SimpleMetric) -> SimpleMetric:
-    """Every parameter value of ``metric`` passes its declared check, else an
-    InputError naming it and listing the settable parameters with their types."""
-    for key, value in metric.spec.params:
-        check, kind = PARAMS.get(key, (lambda v: True, "any"))  # a test keeps PARAMS complete
-        if not check(value):
-            raise InputError(f"metric {metric.spec.name!r}: {key}={value!r} is not "
-                             f"{kind} (settable: {settable(metric)})")
+    """Every parameter value of ``metric`` passes its declaration, else an InputError
+    naming it and listing the settable parameters with their types."""
+    params.check("metric", metric.spec.name, dict(metric.spec.params), PARAMS, _keys(metric))
     return metric
 
 
@@ -158,33 +149,28 @@ def default_metrics(kind: str, has_reference: bool) -> list[SimpleMetric]:
 
 
 def with_params(metric: SimpleMetric, **changes: Any) -> SimpleMetric:
-    """A new frozen metric with some params changed (e.g. ``eraser="mask"``);
-    ``metric`` is left as it was. Lists become tuples so the spec stays hashable.
+    """A new frozen metric with some params changed (e.g. ``eraser="mask"``), each
+    checked against its declaration; ``metric`` is left as it was. Lists and single
+    values of a tuple parameter become tuples, so the spec stays hashable and its id
+    parses back to it.
 
     >>> with_params(get_metric("comprehensiveness"), bins=[0.1, 0.5], eraser="mask").spec.id
     'comprehensiveness[bins=0.1,0.5;eraser=mask;rounding=ceil]@1'
+    >>> with_params(get_metric("comprehensiveness"), bins=0.5).spec.param("bins")
+    (0.5,)
     """
-    params = dict(metric.spec.params)
-    for key, value in changes.items():
-        if key not in params:
-            close = difflib.get_close_matches(key, params, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            known = ", ".join(params) or "none"
-            raise InputError(
-                f"metric {metric.spec.name!r} has no parameter {key!r}{hint} (known: {known})"
-            )
-        if isinstance(value, list) or (key in _TUPLES and isinstance(value, (int, float))):
-            value = tuple(value) if isinstance(value, list) else (value,)
-        params[key] = value
-    spec = dataclasses.replace(metric.spec, params=tuple(params.items()))
+    values = params.check("metric", metric.spec.name, changes, PARAMS, _keys(metric),
+                          dict(metric.spec.params))
+    spec = dataclasses.replace(metric.spec, params=tuple({**dict(metric.spec.params),
+                                                          **values}.items()))
     return dataclasses.replace(metric, spec=spec)
 
 
 def resolve(ref: str) -> SimpleMetric:
     """A metric from a name or a name with parameters, as in canonical ids:
     ``comprehensiveness``, ``comprehensiveness[segment=0;eraser=mask]`` (a trailing
-    ``@version`` must match the registered one). Parameter values are checked here
-    (``check_params``), before any work.
+    ``@version`` must match the registered one). Parameter values are checked here,
+    before any work.
 
     >>> resolve("flip_rate[segment=1]").spec.id
     'flip_rate[eraser=delete;segment=1]@2'
@@ -193,35 +179,16 @@ def resolve(ref: str) -> SimpleMetric:
     >>> resolve("sufficiency[bins=0.5]").spec.param("bins")
     (0.5,)
     """
-    name, params = parse_params(ref)
-    name, _, version = name.partition("@")
-    metric = get_metric(name)
-    if "preset" in params:
-        params = {**preset(metric.spec.name, params.pop("preset")), **params}
-    if version and version != metric.spec.version:
-        raise InputError(f"metric {ref!r}: version {version} requested, "
+    parsed = ids.parse_id(ref, "metric")
+    metric = get_metric(parsed.name)
+    given = dict(parsed.params)
+    if "preset" in given:
+        given = {**preset(metric.spec.name, given.pop("preset")), **given}
+    if parsed.version and parsed.version != metric.spec.version:
+        raise InputError(f"metric {ref!r}: version {parsed.version} requested, "
                          f"{metric.spec.version} registered")
-    return check_params(with_params(metric, **params) if params else metric)
-
-
-def parse_params(ref: str, what: str = "metric") -> tuple[str, dict[str, Any]]:
-    """``name[key=value;...]@version`` -> (``name@version``, {key: value}).
-
-    >>> parse_params("aopc_morf[k_max=5;eraser=mask]@1")
-    ('aopc_morf@1', {'k_max': 5, 'eraser': 'mask'})
-    """
-    head, _, version = ref.partition("@")
-    params: dict[str, Any] = {}
-    if "[" in head:
-        if not head.endswith("]"):
-            raise InputError(f"{what} {ref!r}: expected name[key=value;...]")
-        head, inner = head[:-1].split("[", 1)
-        for item in filter(None, inner.split(";")):
-            key, eq, value = item.partition("=")
-            if not eq:
-                raise InputError(f"{what} {ref!r}: parameter {item!r} is not key=value")
-            params[key.strip()] = _parse_value(value.strip())
-    return head + (f"@{version}" if version else ""), params
+    values = params.check("metric", ref, given, PARAMS, _keys(metric), dict(metric.spec.params))
+    return check_params(with_params(metric, **values) if values else metric)
 
 
 def preset(metric: str, name) -> dict[str, Any]:
@@ -236,14 +203,3 @@ def preset(metric: str, name) -> dict[str, Any]:
         raise InputError(f"metric {metric!r} has no {name} preset (it has: "
                          f"{', '.join(PRESETS[name])})")
     return PRESETS[name][metric]
-
-
-def _parse_value(text: str):
-    if "," in text:
-        return tuple(_parse_value(t) for t in text.split(","))
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return {"None": None, "True": True, "False": False}.get(text, text)

@@ -4,10 +4,14 @@ against ``faithbench.api`` — the same surface an outside submitter uses
 
 ``REGISTRY`` lists the reference explainers by explicit ``add`` calls, the same
 registration style as tasks and metrics (duplicates refused, "did you mean" for
-unknown names); ``REFERENCE`` is its names, in order.
+unknown names); ``REFERENCE`` is its names, in order. ``PARAMS`` declares what
+``name[key=value]`` may set on each, the way ``faithbench.metrics.PARAMS`` does for
+metrics: only parameters its id shows, so two runs never share an id with different
+settings (``rows_per_pass`` changes speed, not scores, and is not settable).
 """
 
 from faithbench.api import ATTENTION, EMBEDDINGS, GRADIENTS
+from faithbench.benchmark.core.params import Param
 from faithbench.benchmark.core.registry import Registry
 from faithbench.submissions import (
     attention,
@@ -25,6 +29,14 @@ for _module in (attention, gradient, gradient_x_input, integrated_gradients, occ
     REGISTRY.add(_module.EXPLAINER.spec.name, _module.EXPLAINER)
 
 REFERENCE = tuple(REGISTRY.names())
+PARAMS: dict[str, dict[str, Param]] = {
+    "attention": {"layer": Param(int, optional=True, text="None | a layer index (negative "
+                                 "from the last)"),
+                  "heads": Param(str, choices=attention.HEADS, optional=True)},
+    "integrated_gradients": {"n_steps": Param(int, low=1, text="int >= 1")},
+    "occlusion": {"granularity": Param(str, choices=("word", "subword"), optional=True)},
+    "attention_rollout": {"heads": Param(str, choices=attention_rollout.HEADS)},
+}
 # those every task model serves (the rest need e.g. a Transformer's per-layer attention)
 UNIVERSAL = tuple(n for n in REFERENCE
                   if REGISTRY.get(n).spec.requires <= frozenset({GRADIENTS, EMBEDDINGS, ATTENTION}))

@@ -138,7 +138,7 @@ def no_model(monkeypatch):
     (["run", "--explainers", "integrated_gradients[rows_per_pass=8]"],
      "no settable parameter 'rows_per_pass'"),
     (["run", "--explainers", "integrated_gradients[n_steps=2.5]"],
-     "n_steps=2.5 is not of type int (settable: n_steps: int)"),
+     "n_steps=2.5 is not int >= 1 (settable: n_steps: int >= 1)"),
     (["explain", "--task", "synthetic", "--explainer", "gradiant", "--out", "x.jsonl"],
      "did you mean 'gradient'"),
     (["score", "--task", "synthetic", "--explanations", "x.jsonl", "--metrics", "flip_rat"],

@@ -21,6 +21,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
+from faithbench.benchmark.core.ids import format_id
+
 # Task kinds, re-exported for submitters (the lists live in faithbench.benchmark.core.names).
 from faithbench.benchmark.core.names import (  # noqa: F401  (kinds re-exported for submitters)
     ALIGNMENT,
@@ -130,24 +132,6 @@ class ExplainableModel(Protocol):
     def attention(self, batch: Batch) -> torch.Tensor: ...
 
 
-def canonical_id(name: str, params: tuple[tuple[str, Any], ...], version: str) -> str:
-    """``name[key=value;...]@version`` — the same string in records, caches, columns.
-
-    Parameters set to None (an option left off, e.g. no segment restriction) are
-    omitted, so adding an optional parameter does not change existing ids.
-    """
-    inner = ";".join(f"{k}={_fmt(v)}" for k, v in sorted(params) if v is not None)
-    return f"{name}[{inner}]@{version}" if inner else f"{name}@{version}"
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, (tuple, list)):
-        return ",".join(_fmt(v) for v in value)
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
 NAME_PATTERN = r"[a-z][a-z0-9_]{0,63}"  # explainer names and parameter keys
 VERSION_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._+-]{0,31}"
 VALUE_PATTERN = r"[A-Za-z0-9._+-]{0,64}"  # a string parameter value
@@ -199,7 +183,7 @@ class ExplainerSpec:
 
     @property
     def id(self) -> str:
-        return canonical_id(self.name, self.params, self.version)
+        return format_id(self.name, self.params, self.version)
 
     def param(self, key: str) -> Any:
         return dict(self.params)[key]
@@ -266,7 +250,7 @@ class TaskSpec:
 
     @property
     def id(self) -> str:
-        return canonical_id(self.name, self.params, self.version)
+        return format_id(self.name, self.params, self.version)
 
     def split(self, requested: str | None) -> str:
         """The split to score: ``requested``, else the task's eval split (the one
@@ -399,7 +383,7 @@ class MetricSpec:
 
     @property
     def id(self) -> str:
-        return canonical_id(self.name, self.params, self.version)
+        return format_id(self.name, self.params, self.version)
 
     def param(self, key: str) -> Any:
         return dict(self.params)[key]
