@@ -23,7 +23,7 @@ from faithbench.benchmark.core.provenance import environment
 from faithbench.benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic
 from faithbench.benchmark.plan import RunConfig
 from faithbench.benchmark.runner import resolve_explainer
-from faithbench.benchmark.session import confinement, open_session, task_options
+from faithbench.benchmark.session import confinement, open_session
 from faithbench.leaderboard.suite import MODEL_FREE
 
 
@@ -49,7 +49,8 @@ def align_to_file(task: str, explainer: str | None, out_file: str, config: RunCo
         if combine:
             raise InputError("--symmetrize combines two explainer directions; a reference "
                              "aligner has its own (eflomal: grow-diag-final)")
-        found = chosen_task.reference_alignments(aligner, task_options(config, config.seeds[0]),
+        options = config.evaluation.task_options(config.seeds[0])
+        found = chosen_task.reference_alignments(aligner, options,
                                                  chosen_task.spec.split(config.split), config.limit)
         write_jsonl_atomic(Path(out_file), [{"id": k, "links": v} for k, v in found.items()])
         return len(found)
@@ -98,7 +99,7 @@ def score_alignments(task: str, alignments: str, config: RunConfig, *,
 
     chosen_task = alignment_task(task)  # the gold only: no model is prepared
     split = chosen_task.spec.split(config.split)
-    options = task_options(config, config.seeds[0])
+    options = config.evaluation.task_options(config.seeds[0])
     gold_pairs, _, training, held = chosen_task.read(options)
     if split not in gold_pairs:
         raise InputError(f"task {task!r} has no split {split!r} (has: {', '.join(gold_pairs)})")

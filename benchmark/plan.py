@@ -18,11 +18,89 @@ from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass
+from dataclasses import fields as dataclass_fields
 
+from faithbench.benchmark.core.api import TaskOptions
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.files import content_hash
+from faithbench.benchmark.core.stats import SEED as BOOTSTRAP_SEED
 
 DEFAULT_OUT = "faithbench-results"
+
+
+@dataclass(frozen=True)
+class Seeds:
+    """Every seed of one unit, in one place. ``model`` decides the weights (and, as
+    the data's seed, the epoch order and ROAR's random masks); ``explainer`` seeds a
+    stochastic explainer's generator, the model seed unless set (so ids and keys
+    written before it existed stay); ``bootstrap`` seeds the CIs' resampling.
+
+    >>> Seeds(3).as_dict(), Seeds(3, explainer=7).explainer_seed
+    ({'model': 3, 'explainer': 3, 'bootstrap': 0}, 7)
+    """
+
+    model: int = 0
+    explainer: int | None = None
+    bootstrap: int = BOOTSTRAP_SEED
+
+    @property
+    def explainer_seed(self) -> int:
+        return self.model if self.explainer is None else self.explainer
+
+    def as_dict(self) -> dict:
+        return {"model": self.model, "explainer": self.explainer_seed,
+                "bootstrap": self.bootstrap}
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What decides a unit's result beside its task, model seed, explainer and metric:
+    the model's training options and which examples are scored. Records carry it
+    (``provenance.config.run``); nothing here changes with where or how fast a run
+    goes, or where it writes."""
+
+    data_dir: str | None = None
+    variant: str | None = None
+    gold_out_of_range: str = "error"
+    train_limit: int | None = None
+    epochs: int | None = None
+    masked_training: bool = False
+    model: str | None = None
+    model_path: str | None = None
+    model_layers: int | None = None
+    split: str | None = None
+    limit: int | None = None
+    sample: int | None = None
+    sample_seed: int = 0
+    explainer_seed: int | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def task_options(self, seed: int) -> TaskOptions:
+        """What the task's model is prepared from, for model seed ``seed``."""
+        return TaskOptions(data_dir=self.data_dir, seed=seed, train_limit=self.train_limit,
+                           variant=self.variant, epochs=self.epochs,
+                           gold_out_of_range=self.gold_out_of_range,
+                           masked_training=self.masked_training, model=self.model,
+                           model_path=self.model_path, model_layers=self.model_layers)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How a run goes, which never changes a result's value (batching changes float32
+    rounding only; a plugin's budget and confinement decide whether it fails)."""
+
+    batch_size: int = 32
+    chunk_size: int = 512
+    time_budget_s: float = 5.0
+    isolation: str = "auto"
+    sandbox: bool = False
+    plugin_memory_gib: float = 8.0
+    executor: str = "in-process"
+    workers: int | None = None
+    address: str | None = None
+    progress: bool = True
 
 
 @dataclass(frozen=True)
@@ -58,6 +136,7 @@ class RunConfig:
     progress: bool = True
     write_leaderboard: bool = True
     notes: str = ""
+    explainer_seed: int | None = None  # the explainers' generator; None: each model seed
 
     def __post_init__(self):
         for name in ("limit", "sample"):
@@ -73,12 +152,30 @@ class RunConfig:
         return asdict(self)
 
     @property
+    def evaluation(self) -> Evaluation:
+        """The options that decide results (what records carry)."""
+        return Evaluation(**{f: getattr(self, f) for f in _fields(Evaluation)})
+
+    @property
+    def execution(self) -> Execution:
+        """The options that decide only how the run goes."""
+        return Execution(**{f: getattr(self, f) for f in _fields(Execution)})
+
+    def seeds_of(self, model_seed: int) -> Seeds:
+        """The seeds of the units of model seed ``model_seed``."""
+        return Seeds(model_seed, explainer=self.explainer_seed)
+
+    @property
     def selection(self) -> int | dict | None:
         """Which examples of the split are scored, as keys hash it: None (all), N (the
         first N; the value schema-1 keys hashed), or {"sample": N, "seed": S}."""
         if self.sample is not None:
             return {"sample": self.sample, "seed": self.sample_seed}
         return self.limit
+
+
+def _fields(cls) -> list[str]:
+    return [f.name for f in dataclass_fields(cls)]
 
 
 def select(prepared, split: str, config: RunConfig) -> list:
@@ -121,15 +218,21 @@ def units(config: RunConfig, task: str, seed: int, checkpoint: str, split: str,
     its explanations), metrics in the given order; ``data`` is the task's data
     fingerprint."""
     return [Unit(task, seed, e, m, split, config.selection,
-                 unit_key(checkpoint, e, m, split, config.selection, seed=seed, data=data))
+                 unit_key(checkpoint, e, m, split, config.selection, seed=seed, data=data,
+                          explainer_seed=config.explainer_seed))
             for e in explainers for m in metrics]
 
 
 def unit_key(checkpoint: str, explainer_id: str, metric_id: str, split: str,
-             limit: int | None, *, seed: int, data: str) -> str:
+             limit: int | dict | None, *, seed: int, data: str,
+             explainer_seed: int | None = None) -> str:
     """Content key of one unit (see the module docstring). The weights hash alone does
     not name the examples (same weights, another test file) nor the explainer's seed
-    (a checkpoint from disk is the same for every seed), so both are hashed beside it."""
-    return content_hash({"checkpoint": checkpoint, "seed": seed, "data": data,
-                         "explainer": explainer_id, "metric": metric_id, "split": split,
-                         "limit": limit})
+    (a checkpoint from disk is the same for every seed), so both are hashed beside it.
+    An explainer seed other than the model seed (``Seeds``) is hashed too; the default
+    adds nothing, so keys written before it existed stay."""
+    fields = {"checkpoint": checkpoint, "seed": seed, "data": data, "explainer": explainer_id,
+              "metric": metric_id, "split": split, "limit": limit}
+    if explainer_seed is not None and explainer_seed != seed:
+        fields["explainer_seed"] = explainer_seed
+    return content_hash(fields)

@@ -50,7 +50,7 @@ from faithbench.benchmark.core.records import append_jsonl, read_jsonl
 from faithbench.benchmark.plan import RunConfig
 from faithbench.benchmark.roar_report import ALL, CLEAN, LENGTH, RANDOM, report  # noqa: F401
 from faithbench.benchmark.runner import resolve_explainer, serviceable
-from faithbench.benchmark.session import EvaluationSession, Explained, confinement, task_options
+from faithbench.benchmark.session import EvaluationSession, Explained, confinement
 from faithbench.metrics.masking import MaskPattern, RandomMask, RecursiveMask, TopKMask
 from faithbench.metrics.ood import Mahalanobis, auroc, hidden_states
 
@@ -153,7 +153,7 @@ class _TaskSweep:
         self.originals: dict[int, Original] = {}
 
     def options(self, seed: int, transform=None) -> TaskOptions:
-        return replace(task_options(self.config, seed), transform=transform)
+        return replace(self.config.evaluation.task_options(seed), transform=transform)
 
     def run(self) -> list[dict]:
         seeds = self.config.seeds

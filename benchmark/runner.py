@@ -95,11 +95,11 @@ def configured(ref: str):
                          f"{explainer.spec.version} registered")
     declared = submissions.PARAMS.get(parsed.name, {})
     given = dict(parsed.params)
-    for key, value in explainer.spec.params:  # shown in the id, not settable: restating is fine
-        if key in given and key not in declared:
-            if ids.format_value(given.pop(key)) != ids.format_value(value):
-                raise InputError(f"explainer {ref!r}: {key} is fixed at {ids.format_value(value)} "
-                                 f"(settable: {params.listing(declared)})")
+    fixed = {k: ids.format_value(v) for k, v in explainer.spec.params if k not in declared}
+    for key in fixed.keys() & given.keys():  # shown in the id, not settable: restating is fine
+        if ids.format_value(given.pop(key)) != fixed[key]:
+            raise InputError(f"explainer {ref!r}: {key} is fixed at {fixed[key]} "
+                             f"(settable: {params.listing(declared)})")
     values = params.check("explainer", ref, given, declared,
                           defaults=dict(explainer.spec.params))
     try:

@@ -75,14 +75,6 @@ class Scored:
     rows_requested: int = 0
 
 
-def task_options(config: RunConfig, seed: int) -> TaskOptions:
-    return TaskOptions(data_dir=config.data_dir, seed=seed, train_limit=config.train_limit,
-                       variant=config.variant, epochs=config.epochs,
-                       gold_out_of_range=config.gold_out_of_range,
-                       masked_training=config.masked_training, model=config.model,
-                       model_path=config.model_path, model_layers=config.model_layers)
-
-
 def open_session(task_name: str, config: RunConfig, seed: int | None = None
                  ) -> EvaluationSession:
     """Prepare task ``task_name``'s model for ``seed`` (default: the first of
@@ -90,7 +82,7 @@ def open_session(task_name: str, config: RunConfig, seed: int | None = None
     (``session.on(examples)`` moves it to a user's examples)."""
     seed = config.seeds[0] if seed is None else seed
     task = task_registry.get_task(task_name)
-    options = task_options(config, seed)
+    options = config.evaluation.task_options(seed)
     prepared = task.prepare(options, progress=config.progress)
     return EvaluationSession(prepared, config, seed=seed, task=task, options=options)
 
@@ -102,6 +94,7 @@ class EvaluationSession:
                  examples: list[Example] | None = None, task: Task | None = None,
                  options: TaskOptions | None = None, share: bool = True):
         self.prepared, self.config, self.seed = prepared, config, seed
+        self.seeds = config.seeds_of(seed)
         self.task, self.options = task, options
         self.spec = prepared.spec
         self.from_file = examples is not None
@@ -236,7 +229,8 @@ class EvaluationSession:
 
     def _explanations_path(self, explainer: Explainer) -> Path:
         key = unit_key(self.prepared.checkpoint, explainer.spec.id, "explanations", self.split,
-                       self.limit, seed=self.seed, data=self.prepared.data_fingerprint)
+                       self.limit, seed=self.seed, data=self.prepared.data_fingerprint,
+                       explainer_seed=self.seeds.explainer)
         return (Path(self.config.out) / "explanations"
                 / f"{self.spec.name}-{explainer.spec.name}-{key}.jsonl")
 
@@ -257,7 +251,8 @@ class EvaluationSession:
         with self.caller(explainer) as caller:
             for i in range(len(done), len(batches)):
                 batch, start = batches[i][0], time.perf_counter()
-                s = caller.explain(batch, targets[i * size : i * size + len(batch)], seed=self.seed)
+                s = caller.explain(batch, targets[i * size : i * size + len(batch)],
+                                   seed=self.seeds.explainer_seed)
                 rows = [s[r, : int(n)].tolist() for r, n in enumerate(batch.lengths)]
                 took = time.perf_counter() - start
                 seconds += took
@@ -286,10 +281,11 @@ class EvaluationSession:
         for batch, *_ in batches:
             padded.append(_padded(scores[start:start + len(batch)], batch.ids.shape))
             start += len(batch)
-        pick = int(content_hash([explainer.spec.id, self.seed, self.split]), 16) % 2 ** 31
+        seed = self.seeds.explainer_seed
+        pick = int(content_hash([explainer.spec.id, seed, self.split]), 16) % 2 ** 31
         spot_check(explainer.spec.name, lambda: self.caller(explainer), [b[0] for b in batches],
                    [targets[i * size : i * size + len(b[0])] for i, b in enumerate(batches)],
-                   padded, seed=self.seed, sample_seed=pick)
+                   padded, seed=seed, sample_seed=pick)
 
     # -- score -----------------------------------------------------------------------------
 
@@ -370,13 +366,15 @@ class EvaluationSession:
         resamples. A NaN value is undefined (e.g. ``taucorr_loo`` on a constant score
         vector): left out of n and the CI, and counted in ``undefined``."""
         if metric.spec.aggregation is not None:
-            return as_estimate(corpus_bootstrap(scored.stats, metric.spec.aggregation))
+            return as_estimate(corpus_bootstrap(scored.stats, metric.spec.aggregation,
+                                                seed=self.seeds.bootstrap))
         undefined = np.isnan(scored.values)
         if len(undefined) and undefined.all():
             raise InputError(f"metric {metric.spec.id} is undefined (NaN) on all "
                              f"{len(undefined)} examples of {self.spec.id}; there is no "
                              "mean to report")
-        return replace(bootstrap(scored.values[~undefined]), undefined=int(undefined.sum()))
+        return replace(bootstrap(scored.values[~undefined], seed=self.seeds.bootstrap),
+                       undefined=int(undefined.sum()))
 
     def provenance(self) -> dict:
         """What every record says about the model it used: code and environment, data
@@ -386,8 +384,12 @@ class EvaluationSession:
                 "checkpoint": p.checkpoint, "cache_key": p.cache_key,
                 "model_accuracy": p.accuracy}
 
-    def run_config(self) -> dict:
-        return {k: v for k, v in self.config.as_dict().items() if k != "progress"}
+    def config_provenance(self, explainer_spec: dict, metric_params: dict) -> dict:
+        """``provenance.config`` of a record: the unit's own evaluation options (not the
+        run's lists, output folder, notes or workers: a unit's provenance is the same
+        whichever run computed it), the model's config, explainer and metric."""
+        return {"run": self.config.evaluation.as_dict(), "task": self.prepared.config,
+                "explainer": explainer_spec, "metric": metric_params}
 
     def record(self, unit: Unit, explainer: Explainer, metric, scored: Scored,
                explained: Explained) -> ResultRecord:
@@ -407,11 +409,9 @@ class EvaluationSession:
             per_example_file=f"per_example/{unit.key}.jsonl",
             provenance={
                 **self.provenance(),
-                "config": {"run": self.run_config(), "task": self.prepared.config,
-                           "explainer": spec_dict(explainer.spec),
-                           "metric": dict(metric.spec.params)},
-                "seeds": {"model": self.seed, "explainer": self.seed,
-                          "bootstrap": estimate.bootstrap_seed},
+                "config": self.config_provenance(spec_dict(explainer.spec),
+                                                 dict(metric.spec.params)),
+                "seeds": {**self.seeds.as_dict(), "bootstrap": estimate.bootstrap_seed},
             },
             timing={"explain_s": explained.seconds, "metric_s": scored.seconds,
                     "rows_forwarded": scored.rows_forwarded,

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from faithbench import submissions
 from faithbench import tasks as task_registry
-from faithbench.benchmark.core import stats
 from faithbench.benchmark.core.errors import DataFileError, InputError, PluginError
 from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.isolation import plugin_caller
@@ -242,11 +241,11 @@ def agreement(task: str, config: RunConfig, *, k_frac: float = 0.2
         rows=rows,
         provenance={
             **session.provenance(),
-            "config": {"run": session.run_config(), "task": session.prepared.config,
+            "config": {"run": config.evaluation.as_dict(), "task": session.prepared.config,
                        "k_frac": k_frac},
             "labels": dict(zip(labels, ids)),
             "failed": [f.explainer for f in failures],
-            "seeds": {"model": seed, "explainer": seed, "bootstrap": stats.SEED},
+            "seeds": session.seeds.as_dict(),
             "n_examples": len(session.examples),
             "seconds": time.perf_counter() - start,
         },

@@ -28,7 +28,6 @@ the output layer dominates the cost), hidden size 128, at most 5 epochs.
 from __future__ import annotations
 
 import logging
-import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -44,6 +43,7 @@ from faithbench.benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqCo
 from faithbench.benchmark.core.models.training import (
     NEXT_WORD,
     TrainConfig,
+    epoch_stream,
     perplexity,
     seed_everything,
     train,
@@ -228,15 +228,12 @@ class AlignmentTask:
                             for i in range(0, len(held), 256)]
 
             def epoch_batches(epoch: int):
-                rows = list(training)
-                random.Random(options.seed * 1000 + epoch).shuffle(rows)
-                window = tconf.batch_size * 50  # length buckets inside shuffled windows
-                rows = [r for s in range(0, len(rows), window)
-                        for r in sorted(rows[s : s + window], key=lambda p: len(p[1]))]
-                out = [ready.teacher_forced(rows[i : i + tconf.batch_size])
-                       for i in range(0, len(rows), tconf.batch_size)]
-                random.Random(options.seed * 1000 + epoch + 1).shuffle(out)
-                return out
+                size = tconf.batch_size
+                return epoch_stream(
+                    training, seed=options.seed, epoch=epoch, batch_size=size,
+                    length=lambda p: len(p[1]),
+                    batches=lambda rows: [ready.teacher_forced(rows[i : i + size])
+                                          for i in range(0, len(rows), size)])
 
             _, ready.history = train(model, epoch_batches, held_batches, tconf, seed=options.seed,
                                      desc="train alignment", progress=progress,

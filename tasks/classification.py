@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,7 +29,13 @@ from faithbench.benchmark.core.cache import cache_dir, sealed, verified_weights,
 from faithbench.benchmark.core.errors import DataFileError, InputError
 from faithbench.benchmark.core.files import atomic_write, content_hash
 from faithbench.benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
-from faithbench.benchmark.core.models.training import TrainConfig, accuracy, seed_everything, train
+from faithbench.benchmark.core.models.training import (
+    TrainConfig,
+    accuracy,
+    epoch_stream,
+    seed_everything,
+    train,
+)
 from faithbench.benchmark.core.vocab import Vocabulary, collate
 from faithbench.tasks import transformer
 
@@ -218,15 +223,10 @@ class ClassificationTask:
         val = [(b, y) for b, y, _ in ready.batches(splits[self.val_split], size)]
 
         def epoch_batches(epoch: int):
-            rows = list(splits[self.train_split])
-            random.Random(options.seed * 1000 + epoch).shuffle(rows)
-            # bucket by length inside windows so batches pad little, yet stay shuffled
-            window = tconf.batch_size * 50
-            rows = [r for s in range(0, len(rows), window)
-                    for r in sorted(rows[s : s + window], key=lambda e: len(e.tokens))]
-            out = [(b, y) for b, y, _ in ready.batches(rows, tconf.batch_size)]
-            random.Random(options.seed * 1000 + epoch + 1).shuffle(out)
-            return out
+            return epoch_stream(
+                splits[self.train_split], seed=options.seed, epoch=epoch,
+                batch_size=tconf.batch_size, length=lambda e: len(e.tokens),
+                batches=lambda rows: [(b, y) for b, y, _ in ready.batches(rows, tconf.batch_size)])
 
         _, ready.history = train(model, epoch_batches, val, tconf, seed=options.seed,
                                  desc=f"train {self.spec.name}", progress=progress)

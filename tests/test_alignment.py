@@ -152,7 +152,6 @@ def test_the_task_never_trains_on_a_gold_sentence_and_can_drop_bad_links(tmp_pat
     import logging
 
     from faithbench.benchmark.plan import RunConfig
-    from faithbench.benchmark.session import task_options
     from faithbench.tasks.alignment import TASK
 
     root = tmp_path / "pair"
@@ -167,10 +166,10 @@ def test_the_task_never_trains_on_a_gold_sentence_and_can_drop_bad_links(tmp_pat
     task = dataclasses.replace(TASK, held_out=2)
     config = RunConfig(data_dir=str(tmp_path), variant="pair")
     with pytest.raises(DataFileError, match=r"link \[1, 7\] is outside"):
-        task.read(task_options(config, 0))
+        task.read(config.evaluation.task_options(0))
     config = dataclasses.replace(config, gold_out_of_range="drop")
     with caplog.at_level(logging.WARNING):
-        _, dropped, training, held = task.read(task_options(config, 0))
+        _, dropped, training, held = task.read(config.evaluation.task_options(0))
     assert dropped == {"validation": 0, "test": 1}
     assert len(training) + len(held) == 6 and ("le", "chat") not in {s for s, _ in training}
     assert "left out 1 training pairs" in caplog.text and "dropped 1 gold links" in caplog.text

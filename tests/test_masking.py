@@ -124,11 +124,10 @@ def test_masked_training_masks_half_the_batch_at_a_uniform_ratio_and_never_paddi
 def test_masked_training_is_an_option_of_the_task_and_of_the_run():
     from faithbench.benchmark.cli import _config, build_parser
     from faithbench.benchmark.core.api import TaskOptions
-    from faithbench.benchmark.session import task_options
     from faithbench.tasks.synthetic import TASK
 
     args = build_parser().parse_args(["run", "--masked-training"])
-    options = task_options(_config(args), 0)
+    options = _config(args).evaluation.task_options(0)
     assert options.masked_training
     plain, masked = TASK.model_file(TaskOptions()), TASK.model_file(options)
     assert plain != masked  # a masked-trained model has its own cache key

@@ -50,6 +50,26 @@ class TrainConfig:
         return d
 
 
+def epoch_stream(rows, *, seed: int, epoch: int, batch_size: int, length, batches) -> list:
+    """One epoch's batches, the one training order of every task: the rows shuffled by
+    (seed, epoch), sorted by ``length`` inside windows of 50 batches (so a batch pads
+    little yet the epoch stays shuffled), cut into batches by ``batches(rows)``, and
+    the batches shuffled again.
+
+    >>> epoch_stream(range(6), seed=0, epoch=1, batch_size=2, length=lambda r: 0,
+    ...              batches=lambda rows: [rows[i:i + 2] for i in range(0, len(rows), 2)])
+    [[5, 4], [3, 1], [0, 2]]
+    """
+    rows = list(rows)
+    random.Random(seed * 1000 + epoch).shuffle(rows)
+    window = batch_size * 50
+    rows = [r for s in range(0, len(rows), window)
+            for r in sorted(rows[s : s + window], key=length)]
+    out = batches(rows)
+    random.Random(seed * 1000 + epoch + 1).shuffle(out)
+    return out
+
+
 def seed_everything(seed: int) -> None:
     """Seed every generator a model build or training step draws from; call it before
     the model is built, so the seed decides the initial weights too."""
