@@ -180,9 +180,11 @@ def render_matrix(
     family: str | None = None,
     sort_by: str | None = None,
     metrics: list[str] | None = None,
+    prefer: str | None = None,
 ) -> str:
     """Explainers as rows, the task's metrics as columns, sorted by ``sort_by``
-    (a metric name or id; default the first column: faithfulness metrics first).
+    (a metric name or id that must match one column), else by ``prefer`` where it
+    matches one column, else by the first column (faithfulness metrics come first).
     ``metrics`` (canonical ids or short names) picks the columns, in that order."""
     _check_fmt(fmt)
     rows = rank(entries, task=task, family=family)
@@ -203,8 +205,9 @@ def render_matrix(
         found = picked
     metrics = found
     direction = {r["metric"]: r["direction"] for r in rows}
+    preferred = [m for m in metrics if prefer is not None and matches(m, prefer)]
     if sort_by is None:
-        key = metrics[0]
+        key = preferred[0] if len(preferred) == 1 else metrics[0]
     else:
         found = [m for m in metrics if matches(m, sort_by)]
         if len(found) != 1:

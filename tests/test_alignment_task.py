@@ -200,7 +200,7 @@ def test_align_writes_links_that_score_alignments_counts(tmp_path, ready, tiny_r
     import sys
 
     from faithbench.benchmark import alignments
-    from faithbench.benchmark.cli import EPILOGS
+    from faithbench.benchmark.cli import align as align_verb
     from faithbench.benchmark.core.records import read_jsonl
     from faithbench.metrics.alignment import link_counts
 
@@ -224,7 +224,7 @@ def test_align_writes_links_that_score_alignments_counts(tmp_path, ready, tiny_r
     assert summary["aer"]["n"] == 5
     # the README/epilog one-liners: to Pharaoh "i-j" lines and back, unchanged
     to_txt, back = [line.split('python -c "', 1)[1].rsplit('" <', 1)[0]
-                    for line in EPILOGS["align"].splitlines() if line.strip().startswith("python -c")]
+                    for line in align_verb.EPILOG.splitlines() if line.strip().startswith("python -c")]
     txt = subprocess.run([sys.executable, "-c", to_txt], input=out.read_text(), text=True,
                          capture_output=True, check=True).stdout
     assert txt.splitlines()[0] == " ".join(f"{i}-{j}" for i, j in rows[0]["links"])

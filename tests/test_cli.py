@@ -85,7 +85,7 @@ def test_leaderboard_without_entries_is_an_input_error(argv, capsys):
 
 
 def _parsed_config(argv):
-    from faithbench.benchmark.cli import _config
+    from faithbench.benchmark.cli.options import config as _config
 
     return _config(build_parser().parse_args(argv))
 
@@ -265,3 +265,24 @@ def test_sample_and_limit_are_other_units_and_other_suites(tmp_path, synthetic_r
     # the second run's entry replaced the first's: one explainer, one entry
     [entry] = read_entries(out / "leaderboard")
     assert entry.suite["synthetic[seed=0]@1"]["examples"] == "random 12 (seed 5)"
+
+
+def test_the_explainer_seed_is_its_own_and_defaults_to_the_model_seed(tmp_path):
+    """``Seeds``: a random explainer's scores follow --explainer-seed; left unset it is
+    the model seed, and the unit keeps the key it always had."""
+    def one(out, *extra):
+        assert main(["run", "--seed", "1", "--out", str(tmp_path / out), "--explainers",
+                     "random", "--metrics", "comprehensiveness", *extra, *FAST]) == 0
+        [record] = [json.loads(line) for line in (tmp_path / out / "results.jsonl").open()]
+        scores = [json.loads(line)["scores"]
+                  for p in (tmp_path / out / "explanations").glob("*.jsonl") for line in p.open()]
+        return record, scores
+
+    default, scores = one("a")
+    same, same_scores = one("b", "--explainer-seed", "1")
+    other, other_scores = one("c", "--explainer-seed", "5")
+    assert default["provenance"]["seeds"] == {"model": 1, "explainer": 1, "bootstrap": 0}
+    assert other["provenance"]["seeds"] == {"model": 1, "explainer": 5, "bootstrap": 0}
+    assert default["key"] == same["key"] != other["key"]
+    assert scores == same_scores != other_scores
+    assert default["provenance"]["checkpoint"] == other["provenance"]["checkpoint"]

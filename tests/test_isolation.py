@@ -25,7 +25,7 @@ from faithbench.benchmark.verbs import validate_plugin
 pytestmark = pytest.mark.usefixtures("one_thread")
 PLUGINS = Path(__file__).parent / "plugins"
 IDS = ("ex-a", "ex-b", "ex-c")
-FAST = dict(limit=16, batch_size=8, progress=False)
+FAST = {"limit": 16, "batch_size": 8, "progress": False}
 
 
 def plugin(name: str):

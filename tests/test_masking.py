@@ -122,7 +122,8 @@ def test_masked_training_masks_half_the_batch_at_a_uniform_ratio_and_never_paddi
 
 
 def test_masked_training_is_an_option_of_the_task_and_of_the_run():
-    from faithbench.benchmark.cli import _config, build_parser
+    from faithbench.benchmark.cli import build_parser
+    from faithbench.benchmark.cli.options import config as _config
     from faithbench.benchmark.core.api import TaskOptions
     from faithbench.tasks.synthetic import TASK
 

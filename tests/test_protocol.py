@@ -11,7 +11,8 @@ import math
 import pytest
 import torch
 
-from faithbench.benchmark.cli import _config, build_parser, main
+from faithbench.benchmark.cli import build_parser, main
+from faithbench.benchmark.cli.options import config as _config
 from faithbench.benchmark.core.cache import weights_hash
 from faithbench.benchmark.core.records import read_jsonl
 from faithbench.benchmark.plan import RunConfig
@@ -21,7 +22,7 @@ from faithbench.tasks.nli import SPEC as NLI
 from faithbench.tasks.sentiment import SPEC as SENTIMENT
 from faithbench.tasks.synthetic import TASK as SYNTHETIC
 
-SMALL = dict(train_limit=300, epochs=2)
+SMALL = {"train_limit": 300, "epochs": 2}
 
 
 def fresh(seed, tmp_path, monkeypatch, **extra):

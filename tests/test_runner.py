@@ -19,7 +19,7 @@ from faithbench.benchmark.runner import run
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGINS = Path(__file__).parent / "plugins"
-FAST = dict(limit=24, batch_size=8, progress=False)
+FAST = {"limit": 24, "batch_size": 8, "progress": False}
 
 
 def percentile_ci(values, n_resamples=2000, seed=0, alpha=0.05):
@@ -83,7 +83,8 @@ def test_broken_plugin_is_recorded_and_skipped(tmp_path, synthetic_ready):
 
 
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "faithbench.benchmark.cli", *args], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "faithbench.benchmark.cli", *args], cwd=REPO,
+                          env=env, check=False,
                           capture_output=True, text=True, timeout=600)
 
 
@@ -155,7 +156,7 @@ def test_explain_then_score_and_predict(tmp_path, synthetic_ready, capsys):
         k = min(max(math.ceil(b * n - 1e-9), 1), n)
         drop = set(k_order[:k])
         comps.append(full - prob([t for i, t in enumerate(first["tokens"]) if i not in drop]))
-    comp = [v for v in values if v["metric"].startswith("comprehensiveness")][0]
+    comp = next(v for v in values if v["metric"].startswith("comprehensiveness"))
     assert comp["id"] == first["id"]
     assert comp["value"] == pytest.approx(sum(comps) / len(comps), abs=1e-5)
 
@@ -170,8 +171,8 @@ def test_explain_then_score_and_predict(tmp_path, synthetic_ready, capsys):
 
 
 @pytest.mark.parametrize("content, needle", [
-    ('{"id": "a", "tokens": ["x"], "scores": [1.0]}\n{"id": "b", "tokens": ["x", "y"], '
-     '"scores": [1.0]}\n', "line 2: field 'scores'"),
+    (('{"id": "a", "tokens": ["x"], "scores": [1.0]}\n{"id": "b", "tokens": ["x", "y"], '
+     '"scores": [1.0]}\n'), "line 2: field 'scores'"),
     ('{"id": "a", "tokens": ["x"]}\n', "line 1: field 'scores'"),
     ('{"id": "a", "tokens": ["x"], "scores": [1.0]}\nnot json\n', "line 2"),
 ])

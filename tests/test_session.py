@@ -32,7 +32,7 @@ from faithbench.benchmark.session import EvaluationSession, open_session
 from faithbench.tasks.classification import data_fingerprint
 from faithbench.tasks.synthetic import TASK as SYNTHETIC
 
-FAST = dict(limit=24, batch_size=8, progress=False)
+FAST = {"limit": 24, "batch_size": 8, "progress": False}
 
 
 @pytest.mark.parametrize("name", task_registry.REGISTRY.names())

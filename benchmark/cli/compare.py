@@ -1,0 +1,29 @@
+"""``faithbench compare``: the paired difference of two entries on the same examples."""
+
+from __future__ import annotations
+
+from faithbench.benchmark.plan import DEFAULT_OUT
+
+NAME = "compare"
+HELP = "paired difference of two entries on the same examples"
+EPILOG = """examples:
+  faithbench compare gradient attention
+  faithbench compare 3f2a9c integrated_gradients --task sentiment"""
+
+def add_arguments(p) -> None:
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--entries", default=f"{DEFAULT_OUT}/leaderboard")
+    p.add_argument("--task")
+    p.add_argument("--metric")
+    p.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
+
+
+def main(args) -> int:
+    from faithbench.leaderboard.compare import compare
+    from faithbench.leaderboard.entry import find_entry
+    from faithbench.leaderboard.render import render_comparison
+
+    a, b = find_entry(args.entries, args.a), find_entry(args.entries, args.b)
+    print(render_comparison(compare(a, b, task=args.task, metric=args.metric), args.format))
+    return 0

@@ -1,0 +1,66 @@
+"""``faithbench leaderboard``: rank entries per task and metric, with CIs."""
+
+from __future__ import annotations
+
+from faithbench.benchmark.cli import options, output
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.names import FAMILIES
+from faithbench.benchmark.plan import DEFAULT_OUT
+
+NAME = "leaderboard"
+HELP = "rank entries per task and metric, with CIs"
+EPILOG = """examples:
+  faithbench leaderboard
+  faithbench leaderboard --task sentiment --metric comprehensiveness --format markdown
+  faithbench leaderboard --wide --format markdown  # explainers x metrics, per task
+  faithbench leaderboard --wide --metrics comprehensiveness sufficiency \
+      "comprehensiveness[eraser=mask]" "sufficiency[eraser=mask]" """
+
+def add_arguments(p) -> None:
+    p.add_argument("--entries", default=f"{DEFAULT_OUT}/leaderboard")
+    p.add_argument("--task")
+    p.add_argument("--metric")
+    p.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
+    p.add_argument("--family", choices=FAMILIES,
+                   help="only metrics of this family (never mixed in one ranking)")
+    p.add_argument("--wide", action="store_true",
+                   help="one table per task: explainers x metrics, each cell mean [CI]")
+    p.add_argument("--metrics", nargs="+", default=[],
+                   help="with --wide: these metric columns, in this order (names or ids, "
+                   "e.g. 'comprehensiveness[eraser=mask]')")
+
+
+def main(args) -> int:
+    from faithbench.leaderboard.entry import read_entries
+    from faithbench.leaderboard.rank import rank
+    from faithbench.leaderboard.render import render_leaderboard
+
+    entries = read_entries(args.entries)
+    if not entries:
+        raise InputError(f"no leaderboard entries under {args.entries}; "
+                         "`faithbench run` or `faithbench submit` writes them")
+    if not args.wide:
+        print(render_leaderboard(rank(entries, task=args.task, metric=args.metric,
+                                      family=args.family), args.format))
+        return 0
+    columns = _metric_ids(options.split_list(args.metrics))
+    prefer = "comprehensiveness" if args.family in (None, "faithfulness") else None
+    for task in [args.task] if args.task else sorted({t for e in entries for t in e.suite}):
+        print(output.matrix(entries, task, args.format, family=args.family,
+                            sort_by=args.metric, metrics=columns, prefer=prefer) + "\n")
+    return 0
+
+
+def _metric_ids(names) -> list[str]:
+    """Canonical ids of registered metric names (``comprehensiveness`` is its default
+    parameters, ``comprehensiveness[eraser=mask]`` the mask variant), so a column is
+    one metric; a name the registry does not know is kept and matched as given."""
+    from faithbench import metrics as metric_registry
+
+    out = []
+    for name in names:
+        try:
+            out.append(metric_registry.resolve(name).spec.id)
+        except InputError:
+            out.append(name)
+    return out

@@ -1,0 +1,20 @@
+"""``faithbench list``: tasks, explainers and metrics with their canonical ids."""
+
+from __future__ import annotations
+
+NAME = "list"
+HELP = "tasks, explainers and metrics with their canonical ids"
+EPILOG = """examples:
+  faithbench list"""
+
+def add_arguments(p) -> None:
+    """No options."""
+
+
+def main(args) -> int:
+    from faithbench.benchmark.catalog import catalog
+    from faithbench.leaderboard.render import safe_table
+
+    for title, rows, headers in catalog():
+        print(f"{title}\n{safe_table(rows, headers=headers)}\n")
+    return 0

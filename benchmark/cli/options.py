@@ -1,0 +1,205 @@
+"""Option groups, each attached only to the verbs where it means something, and the
+one translation of parsed arguments into a ``RunConfig``."""
+
+from __future__ import annotations
+
+import argparse
+
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.executor import EXECUTORS
+from faithbench.benchmark.core.isolation import ISOLATION
+from faithbench.benchmark.plan import DEFAULT_OUT, RunConfig
+
+
+def data(p: argparse.ArgumentParser) -> None:
+    """Where the task's data comes from."""
+    g = p.add_argument_group("data")
+    g.add_argument("--data-dir", help="local JSON Lines copies of the hub datasets "
+                   "(also $FAITHBENCH_DATA); default: the hub")
+    g.add_argument("--variant", help="task data variant, e.g. sentiment training split: "
+                   "phrases (default) or sentences")
+    g.add_argument("--gold-out-of-range", choices=("error", "drop"), default="error",
+                   help="alignment gold links outside their sentence: stop with the file, "
+                   "line and field (default), or drop and count them")
+
+
+def model(p: argparse.ArgumentParser, *, seeds: bool = False) -> None:
+    """Which model is evaluated: trained here (cached by what its training reads) or
+    read from a checkpoint. ``seeds``: several model seeds (run, submit, roar); else one."""
+    g = p.add_argument_group("model")
+    if seeds:
+        g.add_argument("--seeds", nargs="+", help="model seeds (spaces or commas; default 0); "
+                       "published tables use 0 1 2")
+        g.add_argument("--seed", type=int, help="one model seed: the same as --seeds N")
+    else:
+        g.add_argument("--seed", type=int, default=0, help="model seed (default 0)")
+    g.add_argument("--train-limit", type=int, help="train on the first N training rows only")
+    g.add_argument("--epochs", type=int, help="override the task's maximum epochs")
+    g.add_argument("--masked-training", action="store_true",
+                   help="train the task models with random masking (half of each batch "
+                   "masked at a U(0,1) ratio), so erasure is in distribution for them")
+    g.add_argument("--model", choices=("bilstm", "transformer"),
+                   help="model family of the classification tasks: bilstm (default, the "
+                   "task's own) or transformer (all-MiniLM-L6-v2 fine-tuned here); part of "
+                   "the task id, so families never share a leaderboard suite")
+    g.add_argument("--model-path", help="evaluate a Hugging Face sequence classifier "
+                   "directory (AutoModelForSequenceClassification + tokenizer) on the task's "
+                   "data instead of training one; its labels must be the task's")
+    g.add_argument("--layers", type=int, help="transformer family: keep only the first N "
+                   "encoder layers (small configurations for tests)")
+
+
+def examples(p: argparse.ArgumentParser, *, sample: bool = True) -> None:
+    """Which examples of which split are scored (``sample``: the seeded random draw;
+    align and score --alignments read gold pairs in file order and take none)."""
+    g = p.add_argument_group("examples")
+    g.add_argument("--split", help="split to explain/score (default: the task's eval split)")
+    g.add_argument("--limit", type=int, help="only the first N examples of the split (on a "
+                   "file sorted by label, a biased sample: see --sample)")
+    if sample:
+        g.add_argument("--sample", type=int, help="N examples of the split drawn at random "
+                       "(seeded by --sample-seed), in split order; alignment draws sentence pairs")
+        g.add_argument("--sample-seed", type=int, default=0, help="seed of --sample (default 0)")
+
+
+def explainers(p: argparse.ArgumentParser) -> None:
+    """How explainers run: their seed, budget and confinement."""
+    g = p.add_argument_group("explainers")
+    g.add_argument("--explainer-seed", type=int, help="seed of stochastic explainers' "
+                   "generators (default: the model seed; another value is part of the "
+                   "result's key)")
+    plugins(g)
+
+
+def plugins(g) -> None:
+    g.add_argument("--time-budget", type=float, default=5.0, help="a plugin explainer's "
+                   "seconds per example of up to 32 tokens, scaled with length (reference "
+                   "explainers have none)")
+    g.add_argument("--isolation", choices=ISOLATION, default="auto",
+                   help="where explainers run: auto (default) = every plugin in a worker "
+                   "process, the reference explainers in this one; process = all in workers "
+                   "(a plugin never runs in faithbench's own process)")
+    g.add_argument("--sandbox", action="store_true",
+                   help="run plugin workers inside bubblewrap: no network, no file system "
+                   "beyond the plugin and a read-only Python environment (for strangers' "
+                   "submissions; needs `bwrap`)")
+    g.add_argument("--plugin-memory", type=float, default=8.0, metavar="GIB",
+                   help="a plugin worker's address-space limit in GiB (default 8)")
+
+
+def engine(p: argparse.ArgumentParser) -> None:
+    """Batching: changes speed and memory, never a value beyond float32 rounding."""
+    g = p.add_argument_group("batching")
+    g.add_argument("--batch-size", type=int, default=32, help="examples per explain/metric call")
+    g.add_argument("--chunk-size", type=int, default=512, help="rows per forward pass")
+
+
+def executor(p: argparse.ArgumentParser) -> None:
+    """Where retraining jobs run (ROAR)."""
+    g = p.add_argument_group("retraining jobs (ROAR)")
+    g.add_argument("--executor", choices=EXECUTORS, default="in-process",
+                   help="in-process (default), pool (worker processes on this machine) or "
+                   "ray (a cluster)")
+    g.add_argument("--workers", type=int, help="pool size, or a new local Ray cluster's "
+                   "CPUs (default: all cores)")
+    g.add_argument("--address", help="address of a running Ray cluster (ray start --head "
+                   "prints it); default: start a local one")
+
+
+def progress(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def results(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"results folder (default {DEFAULT_OUT})")
+
+
+def names(p: argparse.ArgumentParser, what: str, default: list[str], help_: str) -> None:
+    p.add_argument(f"--{what}", nargs="+", default=default, help=help_)
+
+
+def split_list(values) -> tuple[str, ...]:
+    """Names given with spaces, commas or both; commas inside ``[...]`` (metric
+    parameters such as ``bins=0.1,0.5``) do not split.
+
+    >>> split_list(["random,gradient", "comprehensiveness[bins=0.1,0.5],sufficiency"])
+    ('random', 'gradient', 'comprehensiveness[bins=0.1,0.5]', 'sufficiency')
+    """
+    out = []
+    for value in values or ():
+        depth, item = 0, ""
+        for ch in value:
+            depth += {"[": 1, "]": -1}.get(ch, 0)
+            if ch == "," and depth == 0:
+                out.append(item)
+                item = ""
+            else:
+                item += ch
+        out.append(item)
+    return tuple(v.strip() for v in out if v.strip())
+
+
+def seeds(args) -> tuple[int, ...]:
+    """The model seeds: ``--seeds`` and/or ``--seed`` (which must agree, so a seed asked
+    for is never silently replaced), default 0."""
+    values, seed = getattr(args, "seeds", None), getattr(args, "seed", None)
+    try:
+        several = tuple(int(v) for v in split_list(values))
+    except ValueError:
+        raise InputError(f"--seeds: expected integers, got {' '.join(values)!r}") from None
+    if several and seed is not None and several != (seed,):
+        raise InputError(f"--seed {seed} and --seeds {' '.join(map(str, several))} disagree; "
+                         "give one of them")
+    return several or (0 if seed is None else seed,)
+
+
+def config(args) -> RunConfig:
+    """The run configuration of parsed ``args``; an option a verb does not take keeps
+    its default."""
+    g = lambda name, default=None: getattr(args, name, default)
+    return RunConfig(
+        tasks=split_list(g("tasks")) or ("synthetic",),
+        explainers=split_list(g("explainers")),
+        metrics=split_list(g("metrics")),
+        data_dir=g("data_dir"),
+        out=g("out") or DEFAULT_OUT,
+        fresh=bool(g("fresh")),
+        seeds=seeds(args),
+        split=g("split"),
+        limit=g("limit"),
+        sample=g("sample"),
+        sample_seed=g("sample_seed") or 0,
+        variant=g("variant"),
+        gold_out_of_range=g("gold_out_of_range", "error"),
+        train_limit=g("train_limit"),
+        epochs=g("epochs"),
+        masked_training=bool(g("masked_training")),
+        model=g("model"),
+        model_path=g("model_path"),
+        model_layers=g("layers"),
+        executor=g("executor", "in-process"),
+        workers=g("workers"),
+        address=g("address"),
+        batch_size=g("batch_size", 32),
+        chunk_size=g("chunk_size", 512),
+        time_budget_s=g("time_budget", 5.0),
+        isolation=g("isolation", "auto"),
+        sandbox=bool(g("sandbox")),
+        plugin_memory_gib=g("plugin_memory", 8.0),
+        progress=not g("no_progress", False),
+        notes=g("notes", "") or "",
+        explainer_seed=g("explainer_seed"),
+    )
+
+
+def check_names(args, cfg: RunConfig) -> None:
+    """Every task, metric and explainer name the verb was given, looked up before it
+    prepares a model: a typo is bad input (exit 2), whichever kind of name it is."""
+    from dataclasses import replace
+
+    from faithbench.benchmark.runner import check_names as check
+
+    task = getattr(args, "task", None)
+    refs = [r for r in (getattr(args, "explainer", None), getattr(args, "submission", None)) if r]
+    check(replace(cfg, tasks=(task,) if task else cfg.tasks,
+                  explainers=cfg.explainers + tuple(refs)))

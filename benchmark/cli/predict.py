@@ -1,0 +1,31 @@
+"""``faithbench predict``: class probabilities of the task's model for given tokens."""
+
+from __future__ import annotations
+
+from faithbench.benchmark.cli import options
+
+NAME = "predict"
+HELP = "class probabilities of the task's trained model for given tokens"
+EPILOG = """examples:
+  echo '{"id": "x", "tokens": ["a", "great", "film"]}' > in.jsonl
+  faithbench predict --task synthetic --input in.jsonl"""
+
+def add_arguments(p) -> None:
+    p.add_argument("--task", required=True)
+    p.add_argument("--input", required=True, help='.jsonl of {"id", "tokens"}')
+    options.data(p)
+    options.model(p)
+    options.engine(p)
+    options.progress(p)
+
+
+def main(args) -> int:
+    import json
+
+    from faithbench.benchmark.verbs import predict
+
+    config = options.config(args)
+    options.check_names(args, config)
+    for row in predict(args.task, args.input, config):
+        print(json.dumps(row))
+    return 0

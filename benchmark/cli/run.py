@@ -1,0 +1,41 @@
+"""``faithbench run``: train or load the task models, explain, score, write results
+and leaderboard entries, resuming what an earlier run into ``--out`` finished."""
+
+from __future__ import annotations
+
+from faithbench.benchmark.cli import options, output
+
+NAME = "run"
+HELP = "train/load models, explain, score, write results and leaderboard entries"
+EPILOG = """examples:
+  faithbench run                                   # offline default: synthetic task, all explainers
+  faithbench run --tasks sentiment --data-dir ../shared/data
+  faithbench run --explainers gradient my_plugin.py --metrics comprehensiveness sufficiency
+  faithbench run --tasks sentiment --data-dir ../shared/data --sample 300   # 300 at random, seeded
+  faithbench run --fresh                           # start over instead of resuming"""
+
+def add_arguments(p) -> None:
+    p.add_argument("--tasks", nargs="+", default=["synthetic"], help="names, by spaces or commas")
+    p.add_argument("--explainers", nargs="+", default=[],
+                   help="default: the six reference explainers (spaces or commas)")
+    p.add_argument("--metrics", nargs="+", default=[],
+                   help="default: every metric for the task (spaces or commas)")
+    p.add_argument("--fresh", action="store_true", help="delete earlier results and start over")
+    options.data(p)
+    options.model(p, seeds=True)
+    options.examples(p)
+    options.explainers(p)
+    options.engine(p)
+    options.executor(p)
+    options.progress(p)
+    options.results(p)
+
+
+def main(args) -> int:
+    from faithbench.benchmark.runner import run
+
+    config = options.config(args)
+    options.check_names(args, config)
+    summary = run(config)
+    output.summary(summary)
+    return summary.exit_code

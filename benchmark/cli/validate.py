@@ -1,0 +1,26 @@
+"""``faithbench validate``: the plugin checks, on the synthetic task's model, in a
+fresh worker under the budget and confinement a run uses."""
+
+from __future__ import annotations
+
+from faithbench.benchmark.cli import options, output
+
+NAME = "validate"
+HELP = "run the plugin checks on the synthetic task"
+EPILOG = """examples:
+  faithbench validate submissions/TEMPLATE.py
+  faithbench validate my_package.my_explainer      # module with an EXPLAINER object
+  faithbench validate my_entry_point               # entry point in group faithbench.explainers"""
+
+def add_arguments(p) -> None:
+    p.add_argument("submission", help="file path, module name or entry point")
+    options.plugins(p.add_argument_group("explainers"))
+    options.progress(p)
+
+
+def main(args) -> int:
+    from faithbench.benchmark.verbs import validate_plugin
+
+    config = options.config(args)
+    options.check_names(args, config)
+    return 0 if output.checks(validate_plugin(args.submission, config)) else 1
