@@ -246,11 +246,12 @@ def _run_session(session: EvaluationSession, explainers, done, summary) -> None:
     if not config.explainers:  # the default set: only those this model can serve
         explainers = serviceable(explainers, session.prepared.model, session.spec.id)
     by_id = {e.spec.id: e for e in explainers}
+    assert session.split is not None  # a run's sessions are on a split, not a file
     units = plan.units(config, session.spec.name, session.seed, session.prepared.checkpoint,
                        session.split, list(by_id), list(metrics),
                        data=session.prepared.data_fingerprint)
-    for explainer_id, group in groupby(units, key=lambda u: u.explainer):
-        group = list(group)
+    for explainer_id, same in groupby(units, key=lambda u: u.explainer):
+        group = list(same)
         if any(u.key not in done for u in group):
             # another process may be computing these units: wait for its claim, then
             # take what it finished (``claims``: never computed twice, never wedged)

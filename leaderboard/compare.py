@@ -91,7 +91,7 @@ def compare(
 
 def _results(e: Entry, task, metric) -> dict[tuple[str, str], dict]:
     """(task, metric) -> one of its records (they share family, direction, settings)."""
-    out = {}
+    out: dict[tuple[str, str], dict] = {}
     for r in e.results:
         if matches(r["task"], task) and matches(r["metric"], metric):
             out.setdefault((r["task"], r["metric"]), r)

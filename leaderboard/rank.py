@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from faithbench.benchmark.core.errors import DataFileError, InputError
 from faithbench.benchmark.core.ids import short_name
@@ -35,6 +38,8 @@ from faithbench.benchmark.core.stats import (
 )
 from faithbench.leaderboard.entry import Entry
 from faithbench.leaderboard.suite import require_same_suite
+
+V = TypeVar("V")  # a per-example value: a float, or a corpus metric's statistics
 
 
 def matches(canonical: str, query: str | None) -> bool:
@@ -106,8 +111,8 @@ def _group_meta(task: str, metric: str, members) -> tuple[str, str]:
 
 
 def seed_matrix(
-    values: dict[tuple[int, str], float], seeds: list[int]
-) -> tuple[list[str], list[list[float]]]:
+    values: Mapping[tuple[int, str], V], seeds: list[int]
+) -> tuple[list[str], list[list[V]]]:
     """(example ids, (S, N) values): the ids scored under every one of ``seeds``, sorted;
     row s holds seed ``seeds[s]``.
 
@@ -136,7 +141,8 @@ def _score(e: Entry, task: str, metric: str, recs: list[dict]) -> dict:
     est = recs[0]["estimate"]
     confidence = est.get("confidence", 1 - ALPHA)
     corpus = recs[0].get("aggregation")
-    source = e.stats(task, metric) if corpus is not None else e.values(task, metric)
+    source: Mapping[tuple[int, str], Any] = (
+        e.stats(task, metric) if corpus is not None else e.values(task, metric))
     if len(recs) == 1:  # the rows in the order they were scored: the stored bootstrap's
         ids = [i for (s, i) in source if s == seeds[0]]
         matrix = [[source[(seeds[0], i)] for i in ids]]
@@ -220,3 +226,55 @@ def _nothing_matched(entries: list[Entry], task, metric, family) -> None:
     raise InputError(
         f"no results match {asked}; tasks: {', '.join(tasks)}; metrics: {', '.join(metrics)}"
     )
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """One task's explainers x metrics, ranked and ordered, ready to print."""
+
+    task: str
+    metrics: list[str]  # column ids, faithfulness first (or as asked)
+    order: list[str]  # entry ids, best first by ``sort_key``, then the rest by name
+    cells: dict[tuple[str, str], dict]  # (entry id, metric id) -> its ranked row
+    explainers: dict[str, str]  # entry id -> explainer id
+    direction: dict[str, str]  # metric id -> higher | lower
+    sort_key: str
+    rows: list[dict]
+
+
+def matrix(entries: list[Entry], task: str, *, family: str | None = None,
+           sort_by: str | None = None, metrics: list[str] | None = None,
+           prefer: str | None = None) -> Matrix:
+    """Select and order a task's explainers x metrics. Rows are sorted by ``sort_by``
+    (a metric name or id that must match one column), else by ``prefer`` where it
+    matches one column, else by the first column. ``metrics`` (canonical ids or short
+    names) picks the columns, in that order."""
+    rows = rank(entries, task=task, family=family)
+    tasks = sorted({r["task"] for r in rows})
+    if len(tasks) > 1:
+        raise InputError(f"task {task!r} matches {', '.join(tasks)}; give the full task id")
+    present = [m for _, m in sorted({(FAMILIES.index(r["family"]), r["metric"]) for r in rows})]
+    columns = present
+    if metrics:
+        columns = []
+        for query in metrics:
+            hits = [m for m in present if matches(m, query) and m not in columns]
+            if not hits:
+                raise InputError(f"metric {query!r} matches none of {tasks[0]}'s results: "
+                                 f"{', '.join(present)}")
+            columns += hits
+        rows = [r for r in rows if r["metric"] in columns]
+    preferred = [m for m in columns if prefer is not None and matches(m, prefer)]
+    key = preferred[0] if len(preferred) == 1 else columns[0]
+    if sort_by is not None:
+        named = [m for m in columns if matches(m, sort_by)]
+        if len(named) != 1:
+            raise InputError(f"sort_by {sort_by!r} matches {len(named)} of the metrics of "
+                             f"{tasks[0]}: {', '.join(columns)}")
+        key = named[0]
+    explainers = {r["entry_id"]: r["explainer"] for r in rows}
+    order = [r["entry_id"] for r in rows if r["metric"] == key]
+    order += sorted(explainers.keys() - set(order), key=lambda e: (explainers[e], e))
+    return Matrix(task=tasks[0], metrics=columns, order=order,
+                  cells={(r["entry_id"], r["metric"]): r for r in rows}, explainers=explainers,
+                  direction={r["metric"]: r["direction"] for r in rows}, sort_key=key, rows=rows)

@@ -19,9 +19,8 @@ from tabulate import tabulate
 
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.ids import short_name
-from faithbench.benchmark.core.names import FAMILIES
 from faithbench.leaderboard.entry import Entry
-from faithbench.leaderboard.rank import matches, rank
+from faithbench.leaderboard.rank import matrix
 
 FORMATS = ("table", "markdown", "csv")
 MARKDOWN = ("github", "pipe")  # the tabulate formats of Markdown tables
@@ -182,76 +181,35 @@ def render_matrix(
     metrics: list[str] | None = None,
     prefer: str | None = None,
 ) -> str:
-    """Explainers as rows, the task's metrics as columns, sorted by ``sort_by``
-    (a metric name or id that must match one column), else by ``prefer`` where it
-    matches one column, else by the first column (faithfulness metrics come first).
-    ``metrics`` (canonical ids or short names) picks the columns, in that order."""
+    """Explainers as rows, the task's metrics as columns (``rank.matrix`` picks, ranks
+    and orders them; see there for ``sort_by``, ``prefer`` and ``metrics``)."""
     _check_fmt(fmt)
-    rows = rank(entries, task=task, family=family)
-    tasks = sorted({r["task"] for r in rows})
-    if len(tasks) > 1:
-        raise InputError(f"task {task!r} matches {', '.join(tasks)}; give the full task id")
-    found = sorted({(FAMILIES.index(r["family"]), r["metric"]) for r in rows})
-    found = [m for _, m in found]
-    if metrics:
-        picked = []
-        for query in metrics:
-            hits = [m for m in found if matches(m, query) and m not in picked]
-            if not hits:
-                raise InputError(f"metric {query!r} matches none of {tasks[0]}'s results: "
-                                 f"{', '.join(found)}")
-            picked += hits
-        rows = [r for r in rows if r["metric"] in picked]
-        found = picked
-    metrics = found
-    direction = {r["metric"]: r["direction"] for r in rows}
-    preferred = [m for m in metrics if prefer is not None and matches(m, prefer)]
-    if sort_by is None:
-        key = preferred[0] if len(preferred) == 1 else metrics[0]
-    else:
-        found = [m for m in metrics if matches(m, sort_by)]
-        if len(found) != 1:
-            raise InputError(
-                f"sort_by {sort_by!r} matches {len(found)} of the metrics of "
-                f"{tasks[0]}: {', '.join(metrics)}"
-            )
-        key = found[0]
-    cells = {(r["entry_id"], r["metric"]): r for r in rows}
-    ranked = [r for r in rows if r["metric"] == key]
-    info = {r["entry_id"]: r for r in rows}
-    order = [r["entry_id"] for r in ranked]
-    order += sorted(info.keys() - set(order), key=lambda e: (info[e]["explainer"], e))
+    m = matrix(entries, task, family=family, sort_by=sort_by, metrics=metrics, prefer=prefer)
     if fmt == "csv":
-        cols = ["explainer", "entry_id"] + [f"{m} {c}" for m in metrics for c in MATRIX_COLS]
+        cols = ["explainer", "entry_id"] + [f"{c} {k}" for c in m.metrics for k in MATRIX_COLS]
         body = []
-        for e in order:
-            line = [info[e]["explainer"], e]
-            for m in metrics:
-                r = cells.get((e, m))
-                line += ([r.get(c, 0) if c == "undefined" else r[c] for c in MATRIX_COLS]
+        for e in m.order:
+            line = [m.explainers[e], e]
+            for c in m.metrics:
+                r = m.cells.get((e, c))
+                line += ([r.get(k, 0) if k == "undefined" else r[k] for k in MATRIX_COLS]
                          if r else [""] * len(MATRIX_COLS))
             body.append(line)
         return _csv(cols, body)
-    labels = _metric_labels(metrics)
-    heads = {m: f"{labels[m]} {ARROWS[direction[m]]}" for m in metrics}
+    labels = _metric_labels(m.metrics)
+    heads = {c: f"{labels[c]} {ARROWS[m.direction[c]]}" for c in m.metrics}
     body = []
-    for e in order:
-        ns = sorted({cells[(e, m)]["n"] for m in metrics if (e, m) in cells})
+    for e in m.order:
+        ns = sorted({m.cells[(e, c)]["n"] for c in m.metrics if (e, c) in m.cells})
         n = str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
-        body.append(
-            [info[e]["explainer"], n]
-            + [_matrix_cell(cells[(e, m)]) if (e, m) in cells else MISSING for m in metrics]
-        )
-    seeds = " s min–max" if any(r["n_seeds"] > 1 for r in rows) else ""
-    note = (f"{_inline(tasks[0], fmt)}; sorted by {_inline(heads[key], fmt)}; "
-            f"cells: mean [{_ci(rows)}]{seeds}")
-    return _text(
-        ["explainer", "n"] + [heads[m] for m in metrics],
-        body,
-        fmt,
-        "lr" + "r" * len(metrics),
-        [note, *seed_note(rows), *undefined_note(rows), OVERLAP_IS_NO_TEST],
-    )
+        body.append([m.explainers[e], n] + [_matrix_cell(m.cells[(e, c)]) if (e, c) in m.cells
+                                            else MISSING for c in m.metrics])
+    seeds = " s min–max" if any(r["n_seeds"] > 1 for r in m.rows) else ""
+    note = (f"{_inline(m.task, fmt)}; sorted by {_inline(heads[m.sort_key], fmt)}; "
+            f"cells: mean [{_ci(m.rows)}]{seeds}")
+    return _text(["explainer", "n"] + [heads[c] for c in m.metrics], body, fmt,
+                 "lr" + "r" * len(m.metrics),
+                 [note, *seed_note(m.rows), *undefined_note(m.rows), OVERLAP_IS_NO_TEST])
 
 
 def _matrix_cell(row: dict) -> str:

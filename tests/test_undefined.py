@@ -63,11 +63,12 @@ NAN = float("nan")
 
 def _entry(root, explainer, per_seed):
     """An entry as the runner writes it, through the session's own estimate and rows."""
+    from faithbench.benchmark.plan import Seeds
     from faithbench.benchmark.session import EvaluationSession, Scored, per_example_rows
     from faithbench.leaderboard.entry import read_entry, write_entry
 
     metric = SimpleNamespace(spec=SimpleNamespace(aggregation=None, id=TAU))
-    session = SimpleNamespace(spec=SimpleNamespace(id="sentiment@1"))
+    session = SimpleNamespace(spec=SimpleNamespace(id="sentiment@1"), seeds=Seeds(0))
     results, rows = [], []
     for seed, values in per_seed.items():
         scored = Scored(ids=[f"ex{i}" for i in range(len(values))], values=np.array(values))

@@ -4,6 +4,7 @@ one translation of parsed arguments into a ``RunConfig``."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.executor import EXECUTORS
@@ -142,7 +143,8 @@ def split_list(values) -> tuple[str, ...]:
 def seeds(args) -> tuple[int, ...]:
     """The model seeds: ``--seeds`` and/or ``--seed`` (which must agree, so a seed asked
     for is never silently replaced), default 0."""
-    values, seed = getattr(args, "seeds", None), getattr(args, "seed", None)
+    values: list[str] = getattr(args, "seeds", None) or []
+    seed = getattr(args, "seed", None)
     try:
         several = tuple(int(v) for v in split_list(values))
     except ValueError:
@@ -156,7 +158,9 @@ def seeds(args) -> tuple[int, ...]:
 def config(args) -> RunConfig:
     """The run configuration of parsed ``args``; an option a verb does not take keeps
     its default."""
-    g = lambda name, default=None: getattr(args, name, default)
+    def g(name: str, default: Any = None) -> Any:
+        return getattr(args, name, default)
+
     return RunConfig(
         tasks=split_list(g("tasks")) or ("synthetic",),
         explainers=split_list(g("explainers")),

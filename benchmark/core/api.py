@@ -88,8 +88,8 @@ class Batch:
         pick = lambda t: None if t is None else t.index_select(0, rows)
         ids = [self.example_ids[i] for i in rows.tolist()]
         return Batch(
-            ids=pick(self.ids),
-            mask=pick(self.mask),
+            ids=self.ids.index_select(0, rows),
+            mask=self.mask.index_select(0, rows),
             example_ids=tuple(ids),
             segments=pick(self.segments),
             prefix=pick(self.prefix),
@@ -224,7 +224,8 @@ class Explainer(Protocol):
     and in batches of other sizes and orders.
     """
 
-    spec: ExplainerSpec
+    @property
+    def spec(self) -> ExplainerSpec: ...
 
     def explain(
         self, model: ExplainableModel, batch: Batch, target: Target, *, rng: torch.Generator

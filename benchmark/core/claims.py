@@ -20,7 +20,7 @@ from pathlib import Path
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not on Unix
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 

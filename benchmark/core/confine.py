@@ -109,7 +109,7 @@ def landlock_writes_only(writable: list[Path]) -> int:
 
 def confine_self(scratch: Path, memory_bytes: int | None, parent_pid: int | None) -> dict:
     """Called first thing in a worker, before any plugin code: what was applied."""
-    applied = {}
+    applied: dict[str, object] = {}
     if parent_pid is not None and _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL):
         if os.getppid() != parent_pid:  # the parent died before the signal was armed
             os._exit(1)

@@ -58,6 +58,7 @@ def _start_worker() -> None:
 
 
 def _call(job: Any) -> Any:
+    assert _FN is not None, "a pool worker runs only after _FN is set"
     return _FN(job)
 
 

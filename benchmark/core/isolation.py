@@ -153,22 +153,24 @@ class Worker:
                  time_budget_s: float | None, box: Confinement = Confinement(), *,
                  ref: str | None = None):
         plugin = isinstance(explainer, PluginExplainer)
-        self.ref = explainer.ref if plugin else ref  # imported by the worker
-        self.obj = None if plugin else explainer  # or sent to it, built here by the caller
+        # imported by the worker, or (obj) sent to it, built here by the caller
+        self.ref = explainer.ref if isinstance(explainer, PluginExplainer) else ref
+        self.obj = None if plugin else explainer
         self.spec = None if explainer is None else explainer.spec
-        self.name = ref if explainer is None else explainer.spec.name
+        self.name: str = str(ref) if explainer is None else explainer.spec.name
         self.model, self.time_budget_s, self.box = model, time_budget_s, box
-        self.process = self.scratch = None
+        self.process: subprocess.Popen | None = None
+        self.scratch: Path | None = None
         self.keep: set[int] = set()
-        self.fd_in = self.fd_out = None  # ours: we write to fd_out, read from fd_in
+        self.fd_in = self.fd_out = -1  # ours: we write to fd_out, read from fd_in
         self.starts = 0  # workers started (a kill after an overrun starts another)
 
     # -- start and load --------------------------------------------------------------
 
     def start(self) -> dict:
         """Start the worker and wait until it has loaded the explainer; its spec (data)."""
-        self.scratch = Path(tempfile.mkdtemp(prefix="faithbench-worker-"))
-        init_file = self.scratch / "init.pt"
+        scratch = self.scratch = Path(tempfile.mkdtemp(prefix="faithbench-worker-"))
+        init_file = scratch / "init.pt"
         torch.save({"model": self.model, "explainer": self.obj}, init_file)
         child_in, self.fd_out = os.pipe()
         self.fd_in, child_out = os.pipe()
@@ -176,21 +178,22 @@ class Worker:
         readable = _readable(self.ref)
         if self.box.sandbox:
             cmd = confine.sandbox_command(readable, [Path(p) for p in self.box.hidden],
-                                          self.scratch) + cmd
+                                          scratch) + cmd
         else:
             confine.become_subreaper()
             self.keep = confine.outside_children()  # not ours to kill at close
             _warn_without_landlock()
-        env = {**os.environ, "OMP_NUM_THREADS": str(self.box.threads), "HOME": str(self.scratch),
+        env = {**os.environ, "OMP_NUM_THREADS": str(self.box.threads), "HOME": str(scratch),
                "PYTHONDONTWRITEBYTECODE": "1"}
         if self.box.sandbox:
             cmd[cmd.index("--clearenv") + 1:cmd.index("--clearenv") + 1] = [
                 x for k in ("PATH", "OMP_NUM_THREADS", "HOME", "PYTHONDONTWRITEBYTECODE", "LANG")
                 if k in env for x in ("--setenv", k, env[k])]
         try:
-            self.process = subprocess.Popen(cmd, pass_fds=(child_in, child_out), env=env,
-                                            start_new_session=True, stdin=subprocess.DEVNULL)
-            _LIVE.add(self.process.pid)
+            process = self.process = subprocess.Popen(
+                cmd, pass_fds=(child_in, child_out), env=env, start_new_session=True,
+                stdin=subprocess.DEVNULL)
+            _LIVE.add(process.pid)
         finally:
             os.close(child_in)
             os.close(child_out)
@@ -198,13 +201,13 @@ class Worker:
         wire.send(self.fd_out, {
             "ref": self.ref, "init_file": str(init_file),
             "sys_path": [os.path.abspath(p or ".") for p in sys.path if os.path.isdir(p or ".")],
-            "scratch": str(self.scratch), "memory_bytes": memory, "threads": self.box.threads,
+            "scratch": str(scratch), "memory_bytes": memory, "threads": self.box.threads,
             "parent_pid": None if self.box.sandbox else os.getpid()})
         header, _ = self._answer(LOAD_TIMEOUT_S, "load", (), during="loading")
         self.starts += 1
         return header.get("spec")
 
-    def _answer(self, timeout: float, stage: str, ids, *, during: str):
+    def _answer(self, timeout: float | None, stage: str, ids, *, during: str):
         """The worker's next message, or a PluginError: it died, hung, or sent garbage."""
         ready, _, _ = select.select([self.fd_in], [], [], timeout)
         if not ready:
@@ -270,6 +273,8 @@ class Worker:
     # -- stop ------------------------------------------------------------------------
 
     def _reap(self) -> int | None:
+        if self.process is None:
+            return None
         try:
             self.process.wait(_CLOSE_WAIT_S)
         except subprocess.TimeoutExpired:
@@ -303,7 +308,7 @@ class Worker:
                 except OSError:
                     pass
             _remove(self.scratch)
-            self.process = self.fd_in = self.fd_out = self.scratch = None
+            self.process, self.scratch, self.fd_in, self.fd_out = None, None, -1, -1
 
 
 @functools.cache
@@ -414,7 +419,7 @@ def plugin_caller(explainer: Explainer, model: ExplainableModel, *,
         raise InputError(f"plugin {explainer.ref!r}: a plugin runs only in a worker process; "
                          "isolation 'none' is for objects built in this process")
     if (reference and isolation == "auto") or isolation == "none":
-        caller = InProcess(explainer, model, budget)
+        caller: InProcess | Worker = InProcess(explainer, model, budget)
     else:
         box.check()
         caller = Worker(explainer, model, budget, box)

@@ -103,6 +103,7 @@ def check(what: str, ref: str, given: dict[str, Any], declared: dict[str, Param]
     faithbench.benchmark.core.errors.InputError: explainer 'x[n=2.5]': n=2.5 is not int in [1, inf] (settable: n: int in [1, inf])
     """
     keys = list(declared) if keys is None else list(keys)
+    defaults = defaults or {}
     settable = listing(declared, keys)
     out = {}
     for key, value in given.items():
@@ -115,7 +116,7 @@ def check(what: str, ref: str, given: dict[str, Any], declared: dict[str, Param]
         if not declared[key].accepts(value):
             raise InputError(f"{what} {ref!r}: {key}={value!r} is not "
                              f"{declared[key].describe()} (settable: {settable})")
-        if value is None and (defaults or {}).get(key) is not None:
+        if value is None and defaults.get(key) is not None:
             raise InputError(f"{what} {ref!r}: {key} cannot be None here (its id would read "
                              f"as the default, {key}={defaults[key]!r}; settable: {settable})")
         out[key] = value

@@ -73,7 +73,9 @@ class Perturber:
         keys = variant_keys(variants)
         if len(self._slot) + n > self._row_budget():
             self._slot, self._store = {}, None
-        slots, new, pending = [], [], {}
+        slots: list[int] = []
+        new: list[int] = []
+        pending: dict = {}
         for i, key in enumerate(keys):
             slot = self._slot.get(key)
             if slot is None:
@@ -86,6 +88,7 @@ class Perturber:
             probs = self._forward(variants, torch.tensor(new, dtype=torch.long))
             self._keep(probs, len(self._slot))
             self._slot.update(pending)  # only after the forward pass succeeded
+        assert self._store is not None  # every slot asked for is stored by now
         return self._store.index_select(0, torch.tensor(slots, dtype=torch.long))
 
     def _erase(self, batch: Batch, keep: torch.Tensor, how: str) -> Batch:
@@ -113,7 +116,7 @@ class Perturber:
                 out = torch.empty(n, p.shape[1], device=p.device)
             out[position[idx]] = p
             self.rows_forwarded += len(idx)
-        return out
+        return torch.empty(0) if out is None else out
 
     def _row_budget(self, width: int | None = None) -> int:
         """Rows the memory may hold: ``max_cached``, fewer when rows are ``width`` wide

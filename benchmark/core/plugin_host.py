@@ -74,7 +74,7 @@ def _describe(exc: BaseException) -> str:
 
 def spec_data(explainer) -> dict:
     """The spec as plain JSON data: the only thing the parent learns from a load."""
-    spec = getattr(explainer, "spec", None)
+    spec = explainer.spec
     return {"name": spec.name, "version": spec.version, "requires": sorted(spec.requires),
             "params": [[k, list(v) if isinstance(v, tuple) else v] for k, v in spec.params],
             "deterministic": spec.deterministic, "citation": spec.citation,
@@ -105,6 +105,7 @@ def _serve(fd_in: int, fd_out: int, explainer, model) -> None:
         limit = header["limit_s"]
         limit_cpu(None if limit is None else 4 * limit * max(torch.get_num_threads(), 1) + 10)
         timing: dict = {}
+        reply: tuple[dict, dict | None]
         error = PluginError(explainer.spec.name, "explain", "over budget", batch.example_ids)
         try:
             with deadline(limit, error):

@@ -103,6 +103,8 @@ def resolve_in_worker(ref: str):
             raise PluginError(ref, "load", f"no such file: {path}")
         name = f"faithbench_plugin_{path.stem}"
         module_spec = importlib.util.spec_from_file_location(name, path)
+        if module_spec is None or module_spec.loader is None:
+            raise PluginError(ref, "load", f"cannot import {path} as a Python module")
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module
         module_spec.loader.exec_module(module)

@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 
 import faithbench
+import faithbench.benchmark
 
 
 @lru_cache(maxsize=1)

@@ -28,7 +28,7 @@ from faithbench.benchmark.core.files import atomic_write
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: appends are not locked (nor runs claimed)
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 SCHEMA_VERSION = 1
 

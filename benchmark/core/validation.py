@@ -57,7 +57,8 @@ def copy_batch(batch: Batch) -> Batch:
     """The batch with tensors of its own: a caller's batch (its mask above all, which
     decides which scores are checked) is never an explainer's to change."""
     c = lambda t: None if t is None else t.clone()
-    return Batch(ids=c(batch.ids), mask=c(batch.mask), example_ids=tuple(batch.example_ids),
+    return Batch(ids=batch.ids.clone(), mask=batch.mask.clone(),
+                 example_ids=tuple(batch.example_ids),
                  segments=c(batch.segments), prefix=c(batch.prefix),
                  prefix_mask=c(batch.prefix_mask), words=c(batch.words))
 
@@ -68,12 +69,11 @@ class _OverBudget(BaseException):
 
 
 @contextmanager
-def deadline(seconds: float | None, error: PluginError):
+def deadline(seconds: float | None, error: PluginError | None):
     """Raise ``error`` if the block runs longer than ``seconds`` (SIGALRM, main thread on
     Unix); elsewhere a no-op, and ``call_plugin`` checks the elapsed time afterwards."""
-    usable = (seconds is not None and hasattr(signal, "setitimer")
-              and threading.current_thread() is threading.main_thread())
-    if not usable:
+    if (seconds is None or error is None or not hasattr(signal, "setitimer")
+            or threading.current_thread() is not threading.main_thread()):
         yield
         return
 

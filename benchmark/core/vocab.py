@@ -54,9 +54,9 @@ def collate(rows: Sequence[Sequence[int]], example_ids: Sequence[str], *, pad_id
     for i, r in enumerate(rows):
         ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
         mask[i, : len(r)] = True
-        if seg is not None:
+        if seg is not None and segments is not None:
             seg[i, : len(r)] = torch.tensor(segments[i], dtype=torch.long)
-        if word is not None:  # a row without word ids: each token its own word
+        if word is not None and words is not None:  # a row without word ids: each its own word
             word[i, : len(r)] = torch.tensor(words[i] if words[i] is not None else range(len(r)),
                                              dtype=torch.long)
     return Batch(ids=ids, mask=mask, example_ids=tuple(str(e) for e in example_ids), segments=seg,

@@ -56,6 +56,11 @@ class AttentionModelSurface(nn.Module):
     ``_forward(embeds, batch) -> (logits (B, C), attention weights (B, T))`` and an
     ``embedding`` table, so every task model exposes it the same way."""
 
+    embedding: nn.Embedding
+
+    def _forward(self, embeds: torch.Tensor, batch) -> tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
     def embed(self, batch) -> torch.Tensor:
         return self.embedding(batch.ids)
 

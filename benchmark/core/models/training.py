@@ -14,6 +14,7 @@ import logging
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -114,7 +115,7 @@ def random_masking(batch: Batch, share: float, unk_id: int, generator: torch.Gen
 
 
 @torch.no_grad()
-def accuracy(model: nn.Module, batches: Iterable[tuple[Batch, torch.Tensor]]) -> float:
+def accuracy(model: Any, batches: Iterable[tuple[Batch, torch.Tensor]]) -> float:
     model.eval()
     right = total = 0
     for batch, labels in batches:
@@ -152,7 +153,7 @@ def _next_word_loss(model, batch, labels):
 
 
 @torch.no_grad()
-def perplexity(model: nn.Module, batches: Iterable[tuple[Batch, torch.Tensor]]) -> float:
+def perplexity(model: Any, batches: Iterable[tuple[Batch, torch.Tensor]]) -> float:
     """exp(mean cross-entropy per reference target word), teacher-forced, in eval mode."""
     model.eval()
     total = count = 0.0
@@ -186,7 +187,7 @@ def _optimizer(model: nn.Module, config: TrainConfig, count_steps: Callable[[], 
 
 
 def train(
-    model: nn.Module,
+    model: Any,  # a task model: nn.Module with the model surface (logits, mask_id, ...)
     train_batches: Callable[[int], list[tuple[Batch, torch.Tensor]]],
     val_batches: list[tuple[Batch, torch.Tensor]],
     config: TrainConfig,
@@ -204,7 +205,8 @@ def train(
     seed_everything(seed)
     dropout_rng = torch.Generator().manual_seed(seed)
     opt, schedule = _optimizer(model, config, lambda: config.epochs * len(train_batches(0)))
-    best, best_state, bad, history = -float("inf"), None, 0, []
+    best, bad, history = -float("inf"), 0, []
+    best_state: dict | None = None
     for epoch in range(config.epochs):
         model.train()
         batches = train_batches(epoch)
@@ -233,6 +235,7 @@ def train(
             bad += 1
             if bad >= config.patience:
                 break
-    model.load_state_dict(best_state)
+    if best_state is not None:  # None only if no epoch scored above -inf (NaN)
+        model.load_state_dict(best_state)
     model.eval()
     return best, history

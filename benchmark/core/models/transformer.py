@@ -15,6 +15,8 @@ The integrated-gradients reference is the [PAD] embedding at every piece.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -51,9 +53,9 @@ class TransformerClassifier(nn.Module):
     layer's attention can be read); ``label_order[c]`` = the hf output index of the
     task's class c (a checkpoint whose labels are the task's in another order)."""
 
-    def __init__(self, hf: nn.Module, tokenizer, label_order: list[int] | None = None):
+    def __init__(self, hf: Any, tokenizer, label_order: list[int] | None = None):
         super().__init__()
-        self.hf = hf
+        self.hf: Any = hf  # a transformers PreTrainedModel (its config, embeddings)
         self.tokenizer = tokenizer  # decodes and re-encodes text for the retokenize eraser
         self.layout = SpecialLayout(tokenizer)
         self.pad_id = tokenizer.pad_token_id
@@ -124,7 +126,7 @@ class TransformerClassifier(nn.Module):
         lay, mask = self.layout, batch.mask
         b, t, _ = embeds.shape
         pair = batch.segments is not None
-        seg = batch.segments if pair else torch.zeros_like(batch.ids)
+        seg = batch.segments if batch.segments is not None else torch.zeros_like(batch.ids)
         n0 = (mask & (seg == 0)).sum(1)
         n1 = (mask & (seg == 1)).sum(1)
         h = len(lay.head)
