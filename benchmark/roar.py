@@ -32,21 +32,19 @@ mask's pattern model (``faithbench.benchmark.roar_report.leakage_cells``).
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from faithbench import submissions
 from faithbench import tasks as task_registry
 from faithbench.benchmark.core.api import CLASSIFICATION, PAIR_CLASSIFICATION, TaskOptions
-from faithbench.benchmark.core.cache import cache_dir
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.executor import make_executor
-from faithbench.benchmark.core.files import atomic_write, content_hash
+from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.records import append_jsonl, read_jsonl
+from faithbench.benchmark.core.retrain import Retrainer, Trained, point, probabilities
 from faithbench.benchmark.plan import RunConfig
 from faithbench.benchmark.roar_report import ALL, CLEAN, LENGTH, RANDOM, report  # noqa: F401
 from faithbench.benchmark.runner import resolve_explainer, serviceable
@@ -70,30 +68,6 @@ class SweepConfig:
 
 
 # -- jobs: what runs on a worker -------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TrainJob:
-    task: str
-    options: TaskOptions
-
-
-@dataclass(frozen=True)
-class Trained:
-    file: str  # the model file, relative to the worker's cache folder
-    blob: bytes
-    seconds: float
-    epochs: int
-    loaded_from_cache: bool
-
-
-def train_job(job: TrainJob) -> Trained:
-    """Train (or load) one model; its file comes back, so a cluster needs no shared disk."""
-    start = time.perf_counter()
-    prepared = task_registry.get_task(job.task).prepare(job.options, progress=False)
-    path = prepared.checkpoint_file
-    return Trained(str(path.relative_to(cache_dir())), path.read_bytes(),
-                   time.perf_counter() - start, len(prepared.history), prepared.loaded_from_cache)
 
 
 @dataclass(frozen=True)
@@ -151,6 +125,8 @@ class _TaskSweep:
         self.explainers = [resolve_explainer(e, confinement(config)) for e in self.refs]
         self.done = {r["key"]: r for r in read_jsonl(out)}
         self.originals: dict[int, Original] = {}
+        self.retrainer = Retrainer(task_registry.get_task(task),
+                                   config.evaluation.task_options(0), executor)
 
     def options(self, seed: int, transform=None) -> TaskOptions:
         return replace(self.config.evaluation.task_options(seed), transform=transform)
@@ -204,23 +180,11 @@ class _TaskSweep:
     # -- training and explaining through the executor --------------------------------------
 
     def train(self, options: list[TaskOptions], on_done=None) -> None:
-        """Train every model not in this machine's cache; ``on_done(i, Trained)`` as each
-        arrives (its file is written to the cache first)."""
-        task = task_registry.get_task(self.task)
-        jobs = [TrainJob(self.task, o) for o in options]
-        todo = [i for i, o in enumerate(options) if not task.model_file(o).exists()]
-        if todo:
-            log.info("roar %s: %d model(s) to train on %s", self.task, len(todo),
-                     self.executor.name)
-
-        def store(j: int, trained: Trained) -> None:
-            path = cache_dir() / trained.file
-            if not path.exists():
-                atomic_write(path, lambda tmp: Path(tmp).write_bytes(trained.blob))
-            if on_done is not None:
-                on_done(todo[j], trained)
-
-        self.executor.map(train_job, [jobs[i] for i in todo], on_done=store)
+        """Train every model not in this machine's cache (``core.retrain``: the files
+        come back from the executor); ``on_done(i, Trained)`` as each arrives."""
+        log.info("roar %s: up to %d model(s) to train on %s", self.task, len(options),
+                 self.executor.name)
+        self.retrainer.train(options, on_done)
 
     def explain(self, wanted: list[tuple[TaskOptions, str]]) -> list[dict]:
         """For each (options, explainer ref): {example id: scores} over every split of
@@ -299,15 +263,9 @@ class _TaskSweep:
             return self.done[key]
         o = self.originals[seed]
         clean = o.session.examples
-        if transform is None:
-            prepared, masked = o.session.prepared, clean
-        else:
-            prepared = task_registry.get_task(self.task).prepare(self.options(seed, transform),
-                                                                 progress=False)
-            by_id = {e.id: e for e in prepared.examples(o.session.split)}
-            masked = [by_id[e.id] for e in clean]
-        probs = _probs(prepared, masked)
-        correct = (probs.argmax(1) == o.labels).astype(int)
+        prepared = o.session.prepared if transform is None else \
+            task_registry.get_task(self.task).prepare(self.options(seed, transform), progress=False)
+        masked, _, correct = point(prepared, o.session.split, clean)
         row = {"key": key, "task": self.spec.id, "kind": kind, "seed": seed, "mask": mask,
                "ratio": ratio, "transform": None if transform is None else transform.key,
                "checkpoint": prepared.checkpoint,
@@ -327,7 +285,7 @@ class _TaskSweep:
         """Erasure without retraining, and how far out the masked inputs lie."""
         n = np.arange(len(masked))
         target = o.session.targets.numpy()
-        fixed = _probs(o.session.prepared, masked)
+        fixed = probabilities(o.session.prepared, masked)
         base = o.session.base_probs.numpy()
         val = o.session.prepared.examples(_validation(o.session.prepared))
         detector = Mahalanobis.fit(_hidden(prepared, val), np.array([e.label for e in val]))
@@ -357,13 +315,6 @@ def _batches(prepared, examples):
 
 def _hidden(prepared, examples) -> np.ndarray:
     return hidden_states(prepared.model, _batches(prepared, examples))
-
-
-@torch.no_grad()
-def _probs(prepared, examples) -> np.ndarray:
-    prepared.model.eval()
-    out = [torch.softmax(prepared.model.logits(b), -1) for b in _batches(prepared, examples)]
-    return torch.cat(out).double().numpy()
 
 
 def _majority(labels: np.ndarray) -> float:

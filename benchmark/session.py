@@ -46,6 +46,7 @@ from faithbench.benchmark.core.records import (
     read_jsonl,
     write_jsonl_atomic,
 )
+from faithbench.benchmark.core.retrain import Retrainer
 from faithbench.benchmark.core.stats import as_estimate, bootstrap, corpus_bootstrap
 from faithbench.benchmark.core.validation import model_eval, spot_check
 from faithbench.benchmark.plan import RunConfig, Unit, select, unit_key
@@ -348,12 +349,12 @@ class EvaluationSession:
         if explainer is None or self.task is None:
             raise InputError(f"metric {metric.spec.name} retrains models: it runs in "
                              "`faithbench run`, which hands it the task and the explainer")
+        executor = make_executor(self.config.executor, workers=self.config.workers,
+                                 address=self.config.address)
         out = metric.evaluate(TrainingInput(
             task=self.task, options=self.options, session=self, explainer=explainer,
-            scores=[list(s) for s in scores], trainer=Trainer(self.task, self.options,
-                                                              self.config.progress),
-            executor=make_executor(self.config.executor, workers=self.config.workers,
-                                   address=self.config.address)))
+            scores=[list(s) for s in scores],
+            retrain=Retrainer(self.task, self.options, executor, progress=self.config.progress)))
         return Scored(ids=[e.id for e in self.examples], values=out.values.double().numpy(),
                       flags={k: v.numpy() for k, v in out.flags.items()},
                       stats=None if out.stats is None else out.stats.double().numpy())
@@ -475,19 +476,6 @@ def spec_dict(spec) -> dict:
     return {"id": spec.id, "name": spec.name, "version": spec.version,
             "requires": sorted(spec.requires), "params": dict(spec.params),
             "deterministic": spec.deterministic, "citation": spec.citation}
-
-
-class Trainer:
-    """Trains (or loads from the cache) the task's model on transformed data: what a
-    retraining metric gets, so it never reaches for globals."""
-
-    def __init__(self, task: Task, options: TaskOptions, progress: bool = False):
-        self.task, self.options, self.progress = task, options, progress
-
-    def __call__(self, transform, seed: int | None = None) -> PreparedTask:
-        options = replace(self.options, transform=transform,
-                          seed=self.options.seed if seed is None else seed)
-        return self.task.prepare(options, progress=self.progress)
 
 
 def _by_group(scored: Scored, groups: list[str], aggregation) -> Scored:

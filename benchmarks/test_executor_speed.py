@@ -19,8 +19,9 @@ import pytest
 from faithbench.benchmark.core.api import TaskOptions
 from faithbench.benchmark.core.cache import weights_hash
 from faithbench.benchmark.core.executor import make_executor
-from faithbench.benchmark.roar import TrainJob, train_job
+from faithbench.benchmark.core.retrain import TrainJob, train_job
 from faithbench.metrics.masking import RandomMask
+from faithbench.tasks.sentiment import TASK as SENTIMENT
 
 SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 DATA = os.environ.get("FAITHBENCH_DATA") or (str(SHARED_DATA) if SHARED_DATA.is_dir() else None)
@@ -35,7 +36,7 @@ WEIGHTS: dict[str, list[str]] = {}
 
 def _jobs() -> list[TrainJob]:
     base = TaskOptions(data_dir=DATA, variant="sentences", train_limit=3000, epochs=3)
-    return [TrainJob("sentiment", replace(base, seed=s, transform=RandomMask(0.3, seed=s)))
+    return [TrainJob(SENTIMENT, replace(base, seed=s, transform=RandomMask(0.3, seed=s)))
             for s in range(N_JOBS)]
 
 

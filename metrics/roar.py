@@ -24,6 +24,7 @@ from faithbench.benchmark.core.api import (
     MetricSpec,
 )
 from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.retrain import point
 from faithbench.metrics.masking import RandomMask, TopKMask
 
 CITATION = ("Hooker, Erhan, Kindermans & Kim (2019). A benchmark for interpretability "
@@ -50,19 +51,10 @@ class Roar:
                 scores.update(zip((e.id for e in whole.examples),
                                   whole.explain(inp.explainer).scores))
             transform = TopKMask(scores, ratio, inp.explainer.spec.id)
-        # the job trains into the model cache; the model is then loaded here from it
-        trainer, seed = inp.trainer, inp.options.seed
-        inp.executor.map(lambda s: trainer(transform, s).checkpoint, [seed])
-        retrained = trainer(transform, seed)
-        wanted = [e.id for e in session.examples]
-        masked = {e.id: e for e in retrained.examples(session.split)}
-        rows = [masked[i] for i in wanted]
-        retrained.model.eval()
-        right = []
-        with torch.no_grad():
-            for batch, labels, _ in retrained.batches(rows, 64):
-                right.append((retrained.model.logits(batch).argmax(-1) == labels).double())
-        return MetricOutput(torch.cat(right))
+        # trained on the executor, its file shipped back and loaded here: trained once
+        retrained = inp.retrain(transform, inp.options.seed)
+        _, _, correct = point(retrained, session.split, session.examples)
+        return MetricOutput(torch.as_tensor(correct, dtype=torch.float64))
 
 
 ROAR = Roar(MetricSpec(name="roar", version="1", direction="lower",

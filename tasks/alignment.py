@@ -194,28 +194,13 @@ class AlignmentTask:
             raise InputError(f"{self.spec.name}: the model families (--model, --model-path) "
                              "apply to the classification tasks; alignment has its own "
                              "encoder-decoder")
-        gold, dropped, training, held = self.read(options)
-        self._check_trainable(options, training, held)
-        src_vocab = Vocabulary.build((s for s, _ in training), self.min_freq)
-        tgt_counts = Vocabulary.build((t for _, t in training), self.min_freq,
-                                      self.tgt_words).itos[2:]
-        tgt_vocab = Vocabulary([BOS, EOS, *tgt_counts])
-        mconf = Seq2SeqConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
-                              bos_id=tgt_vocab.stoi[BOS], **self.model_config)
-        tconf = self.train_config
-        if options.epochs:
-            tconf = TrainConfig(**{**tconf.as_dict(), "epochs": options.epochs})
-        fingerprint = self.fingerprint(gold, training, held)
-        config = {"task": self.spec.id, "variant": options.variant, "model": mconf.as_dict(),
-                  "train": tconf.as_dict(), "seed": options.seed, "min_freq": self.min_freq,
-                  "held_out": self.held_out, "max_pairs": self.max_pairs,
-                  "tgt_words": self.tgt_words, "reverse": self.reverse}
-        key = content_hash({"data": fingerprint, **config})
-        seed_everything(options.seed)
-        model = AttentionSeq2Seq(mconf)
-        ready = ReadyAlignment(self.spec_for(options), gold, dropped, src_vocab, tgt_vocab,
-                               model, {}, "", key, fingerprint, config)
-        path = checkpoint_path(self.spec.name, key)
+        plan = self._plan(options)
+        seed_everything(options.seed)  # before the build: the seed decides the initial weights
+        model = AttentionSeq2Seq(plan.mconf)
+        path, tconf, held, training = plan.path, plan.tconf, plan.held, plan.training
+        ready = ReadyAlignment(self.spec_for(options), plan.gold, plan.dropped, plan.src_vocab,
+                               plan.tgt_vocab, model, {}, "", plan.key, plan.fingerprint,
+                               plan.config, checkpoint_file=path)
         if path.exists():
             saved = torch.load(path, map_location="cpu", weights_only=True)
             model.load_state_dict(saved["state_dict"])
@@ -243,11 +228,54 @@ class AlignmentTask:
             log.info("trained alignment: %s", ready.accuracy)
             ready.checkpoint = weights_hash(model.state_dict())
             blob = {"state_dict": model.state_dict(), "accuracy": ready.accuracy,
-                    "history": ready.history, "config": config, "weights": ready.checkpoint}
+                    "history": ready.history, "config": plan.config, "weights": ready.checkpoint}
             atomic_write(path, lambda tmp: torch.save(sealed(blob), tmp))
         model.eval()
         return ready
 
+
+    def _plan(self, options: TaskOptions) -> _Plan:
+        """Data, vocabularies, configs and the content key of the model ``options``
+        asks for: what ``prepare`` builds or loads, and ``model_file`` names."""
+        gold, dropped, training, held = self.read(options)
+        self._check_trainable(options, training, held)
+        src_vocab = Vocabulary.build((s for s, _ in training), self.min_freq)
+        tgt_counts = Vocabulary.build((t for _, t in training), self.min_freq,
+                                      self.tgt_words).itos[2:]
+        tgt_vocab = Vocabulary([BOS, EOS, *tgt_counts])
+        mconf = Seq2SeqConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
+                              bos_id=tgt_vocab.stoi[BOS], **self.model_config)
+        tconf = self.train_config
+        if options.epochs:
+            tconf = TrainConfig(**{**tconf.as_dict(), "epochs": options.epochs})
+        fingerprint = self.fingerprint(gold, training, held)
+        config = {"task": self.spec.id, "variant": options.variant, "model": mconf.as_dict(),
+                  "train": tconf.as_dict(), "seed": options.seed, "min_freq": self.min_freq,
+                  "held_out": self.held_out, "max_pairs": self.max_pairs,
+                  "tgt_words": self.tgt_words, "reverse": self.reverse}
+        key = content_hash({"data": fingerprint, **config})
+        return _Plan(gold, dropped, training, held, src_vocab, tgt_vocab, mconf, tconf,
+                     fingerprint, config, key, checkpoint_path(self.spec.name, key))
+
+    def model_file(self, options: TaskOptions) -> Path:
+        """Where ``prepare(options)`` keeps its trained model (exists once trained)."""
+        return self._plan(options).path
+
+
+@dataclass(frozen=True)
+class _Plan:
+    gold: dict
+    dropped: dict
+    training: list
+    held: list
+    src_vocab: Vocabulary
+    tgt_vocab: Vocabulary
+    mconf: Seq2SeqConfig
+    tconf: TrainConfig
+    fingerprint: str
+    config: dict
+    key: str
+    path: Path
 
 @dataclass
 class ReadyAlignment:
@@ -266,10 +294,16 @@ class ReadyAlignment:
     config: dict
     history: list = field(default_factory=list)
     loaded_from_cache: bool = False
+    checkpoint_file: Path | None = None  # the cached weights
 
     @property
     def n_outputs(self) -> int:
         return len(self.tgt_vocab)
+
+    @property
+    def splits(self) -> dict[str, list[Example]]:
+        """Every gold split's rows (one per target position)."""
+        return {split: self.examples(split) for split in self.gold}
 
     def examples(self, split: str, limit: int | None = None) -> list[Example]:
         """One row per (sentence pair, target position) of the first ``limit`` pairs."""

@@ -164,12 +164,13 @@ def test_a_roar_retraining_job_gives_the_same_model_on_ray(ray_cluster, tmp_path
 
     from faithbench.benchmark.core.api import TaskOptions
     from faithbench.benchmark.core.executor import RayExecutor
-    from faithbench.benchmark.roar import TrainJob, train_job
+    from faithbench.benchmark.core.retrain import TrainJob, train_job
     from faithbench.metrics.masking import RandomMask
+    from faithbench.tasks.synthetic import TASK
 
     monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path / "cache"))
-    jobs = [TrainJob("synthetic", TaskOptions(seed=s, train_limit=400, epochs=2,
-                                              transform=RandomMask(0.4, seed=s)))
+    jobs = [TrainJob(TASK, TaskOptions(seed=s, train_limit=400, epochs=2,
+                                       transform=RandomMask(0.4, seed=s)))
             for s in (0, 1)]
     here = InProcessExecutor().map(train_job, jobs)
     there = RayExecutor(address=ray_cluster).map(train_job, jobs)
@@ -205,3 +206,36 @@ def test_faithbench_errors_raised_in_a_worker_come_back_whole():
             here = exc
         assert str(info.value) == str(here) and vars(info.value) == vars(here)
     assert info.value.exit_code == 2 and PluginError.exit_code == 1
+
+
+def test_a_retrained_model_comes_back_from_a_cluster_without_a_shared_disk(
+        ray_cluster, tmp_path, monkeypatch):
+    """The ROAR metric's retraining (``core.retrain.Retrainer``) on Ray: the cluster's
+    workers write their own cache (the one the cluster was started with, not this
+    driver's), the file comes back, and the driver loads it instead of training again
+    (before, the metric trained on a worker and then once more here)."""
+    from faithbench.benchmark.core.api import TaskOptions
+    from faithbench.benchmark.core.executor import RayExecutor
+    from faithbench.benchmark.core.retrain import Retrainer
+    from faithbench.metrics.masking import RandomMask
+    from faithbench.tasks.synthetic import TASK
+
+    driver = tmp_path / "driver-cache"
+    monkeypatch.setenv("FAITHBENCH_CACHE", str(driver))  # the workers do not see this one
+    trained_here = []
+    real_prepare = type(TASK).prepare
+
+    def watch(self, options, **kw):
+        prepared = real_prepare(self, options, **kw)
+        trained_here.append(not prepared.loaded_from_cache)
+        return prepared
+
+    retrain = Retrainer(TASK, TaskOptions(train_limit=400, epochs=2),
+                        RayExecutor(address=ray_cluster))
+    monkeypatch.setattr(type(TASK), "prepare", watch)  # here only: workers import their own
+    transform = RandomMask(0.4, seed=3)
+    assert not TASK.model_file(retrain.options(transform)).exists()
+    prepared = retrain(transform)
+    assert TASK.model_file(retrain.options(transform)).is_file()  # shipped into this cache
+    assert prepared.checkpoint_file.is_relative_to(driver)
+    assert trained_here == [False]  # loaded here, never trained here

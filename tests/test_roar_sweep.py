@@ -152,7 +152,7 @@ def test_a_finished_sweep_reruns_as_a_report_without_training(swept, monkeypatch
     def refuse(job):
         raise AssertionError(f"a finished sweep ran {job!r}")
 
-    monkeypatch.setattr("faithbench.benchmark.roar.train_job", refuse)
+    monkeypatch.setattr("faithbench.benchmark.core.retrain.train_job", refuse)
     monkeypatch.setattr("faithbench.benchmark.roar.explain_job", refuse)
     again = sweep(config, SMALL)
     assert [r["key"] for r in again] == [r["key"] for r in rows]

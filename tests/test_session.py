@@ -141,8 +141,7 @@ class RetrainTop1:
         transform = MaskTop1(positions, content_hash(
             {"checkpoint": inp.session.prepared.checkpoint, "explainer": inp.explainer.spec.id,
              "mask": "top1"}))
-        [retrained] = inp.executor.map(lambda seed: inp.trainer(transform, seed),
-                                       [inp.options.seed])
+        retrained = inp.retrain(transform, inp.options.seed)
         masked = retrained.examples(inp.session.split)[: len(inp.session.examples)]
         right = []
         with torch.no_grad():
@@ -151,7 +150,7 @@ class RetrainTop1:
         return MetricOutput(torch.cat(right))
 
 
-def test_a_retraining_metric_gets_task_trainer_and_executor(tmp_path, monkeypatch, one_thread):
+def test_a_retraining_metric_gets_task_and_retrainer(tmp_path, monkeypatch, one_thread):
     monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path / "cache"))
     metric = RetrainTop1()
     registry = metric_registry.REGISTRY
@@ -170,7 +169,7 @@ def test_a_retraining_metric_gets_task_trainer_and_executor(tmp_path, monkeypatc
     trained_on = data_fingerprint({s: clean.splits[s] for s in ("train", "validation")})
     assert clean.cache_key == content_hash({"data": trained_on, **clean.config})
     transform = _transform_of(inp)
-    again = inp.trainer(transform, 0)
+    again = inp.retrain(transform, 0)
     assert again.loaded_from_cache and again.cache_key != clean.cache_key
     assert again.config["transform"] == transform.key
     for a, b in zip(clean.splits["train"], again.splits["train"]):  # exactly the top token

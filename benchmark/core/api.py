@@ -15,9 +15,10 @@ import dataclasses
 import hashlib
 import math
 import re
+from pathlib import Path
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import torch
 
@@ -33,6 +34,9 @@ from faithbench.benchmark.core.names import (  # noqa: F401  (kinds re-exported 
     TASK_KINDS,
 )
 from faithbench.benchmark.core.stats import Aggregation
+
+if TYPE_CHECKING:  # core.retrain builds on this module
+    from faithbench.benchmark.core.retrain import Retrainer
 
 # Capabilities an explainer may require of the model surface.
 GRADIENTS = "gradients"  # model is differentiable wrt its input embeddings
@@ -312,6 +316,10 @@ class PreparedTask(Protocol):
     ``cache_key`` the hash of what training reads (the train and validation data,
     configs, seed) that named the cached weights: evaluating another test split reuses them;
     ``n_outputs`` the size of the model's output (classes, or a target vocabulary).
+    ``splits`` every split's examples; ``checkpoint_file`` the cached weights (None
+    for a checkpoint evaluated as is), ``history`` the training epochs' losses and
+    scores, ``loaded_from_cache`` whether this process trained it: what retraining
+    (``core.retrain``) reads.
     """
 
     spec: TaskSpec
@@ -322,6 +330,10 @@ class PreparedTask(Protocol):
     config: dict
     accuracy: dict[str, float]
     n_outputs: int
+    splits: dict[str, list]
+    checkpoint_file: Path | None
+    history: list
+    loaded_from_cache: bool
 
     def examples(self, split: str, limit: int | None = None) -> list[Example]: ...
 
@@ -352,6 +364,10 @@ class Task(Protocol):
 
     def prepare(self, options: TaskOptions = TaskOptions(), *, progress: bool = True
                 ) -> PreparedTask: ...
+
+    def model_file(self, options: TaskOptions) -> Path:
+        """Where ``prepare(options)`` keeps (or finds) its trained weights."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -441,17 +457,16 @@ class TrainingInput:
     """What a metric that retrains (``spec.needs_training``, e.g. ROAR) is handed, and
     nothing else: the task and the options of the evaluated model, the session of that
     model (its examples, targets, explanations: ``session.explain``), the explainer
-    under test, a ``trainer(transform, seed)`` that returns a ``PreparedTask`` trained
-    on transformed data (cached by content key like every model), and an ``executor``
-    whose ``map(fn, jobs)`` runs independent jobs."""
+    under test, and ``retrain(transform, seed)`` (``core.retrain.Retrainer``), which
+    returns a ``PreparedTask`` trained on transformed data through the run's executor
+    (cached by content key like every model)."""
 
     task: Task
     options: TaskOptions
-    session: Any
+    session: Any  # an EvaluationSession (the layer above: typed by what it offers)
     explainer: Explainer
     scores: list[list[float]]  # the explainer's scores of the session's examples
-    trainer: Any
-    executor: Any
+    retrain: Retrainer
 
 
 class TrainingMetric(Protocol):

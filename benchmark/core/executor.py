@@ -10,7 +10,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Iterable
 from concurrent import futures
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -30,6 +30,15 @@ def one_thread(fn: Callable[[Any], Any], job: Any) -> Any:
 
 
 Callback = Callable[[int, Any], None] | None
+
+
+class Executor(Protocol):
+    """What every executor offers: a name for logs and an ordered ``map``."""
+
+    name: str
+
+    def map(self, fn: Callable[[Any], Any], jobs: Iterable[Any], on_done: Callback = None
+            ) -> list[Any]: ...
 
 
 class InProcessExecutor:
