@@ -49,6 +49,7 @@ from faithbench.benchmark.session import (
     open_session,
     per_example_rows,
 )
+from faithbench.leaderboard.entry import Entry, save_entry
 from faithbench.leaderboard.suite import selection_label
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ class RunSummary:
     skipped: int = 0
     failures: list[FailureRecord] = field(default_factory=list)
     accuracy: dict = field(default_factory=dict)
-    entries: list[Path] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)  # the leaderboard entries written
     seconds: float = 0.0
     rows_requested: int = 0  # perturbed rows the metrics asked for
     rows_forwarded: int = 0  # distinct rows that went through a model
@@ -296,7 +297,7 @@ def _run_group(session: EvaluationSession, explainer, group, metrics, done, summ
         summary.computed += 1
 
 
-def write_entries(config: RunConfig, summary: RunSummary) -> list[Path]:
+def write_entries(config: RunConfig, summary: RunSummary) -> list[Entry]:
     """One leaderboard entry per explainer whose every unit succeeded in this run.
 
     An entry holds all of the explainer's results in the results file for the same
@@ -305,15 +306,13 @@ def write_entries(config: RunConfig, summary: RunSummary) -> list[Path]:
     metrics alone; ``write_entry`` removes the explainer's earlier entries on the same
     tasks, so a rerun on other examples replaces its entry instead of adding one.
     """
-    from faithbench.leaderboard.entry import write_entry
-
     failed = {f.explainer for f in summary.failures}
     suites = {(r.explainer, _suite_key(r)) for r in summary.results}
     by_explainer: dict[str, list[ResultRecord]] = {}
     for r in read_results(summary.out / "results.jsonl"):
         if r.explainer not in failed and (r.explainer, _suite_key(r)) in suites:
             by_explainer.setdefault(r.explainer, []).append(r)
-    paths = []
+    written = []
     for records in by_explainer.values():
         per_example = []
         for r in records:
@@ -321,10 +320,10 @@ def write_entries(config: RunConfig, summary: RunSummary) -> list[Path]:
                 per_example.append({"task": r.task, "model_seed": r.model_seed, "metric": r.metric,
                                     **row})
         spec = records[0].provenance["config"]["explainer"]
-        paths.append(write_entry(summary.out / "leaderboard", explainer_spec=spec,
+        written.append(save_entry(summary.out / "leaderboard", explainer_spec=spec,
                                  results=[r.as_dict() for r in records], per_example=per_example,
                                  notes=config.notes))
-    return paths
+    return written
 
 
 def _suite_key(r: ResultRecord) -> tuple:

@@ -129,7 +129,12 @@ class Entry:
 # --- writing --------------------------------------------------------------------------------
 
 
-def write_entry(
+def write_entry(root, **entry) -> Path:
+    """Write (or replace) the entry for these results (``save_entry``); its folder."""
+    return save_entry(root, **entry).path
+
+
+def save_entry(
     root,
     *,
     explainer_spec: dict,
@@ -137,8 +142,9 @@ def write_entry(
     per_example: list[dict],
     notes: str = "",
     submitter: str = "",
-) -> Path:
-    """Write (or replace) the entry for these results; returns its folder."""
+) -> Entry:
+    """Write (or replace) the entry for these results; the entry as written (what
+    ``read_entry`` of its folder gives), so a caller need not read it back."""
     records = check_results(results)
     explainer = explainer_of(records, explainer_spec)
     rows = check_rows(per_example, records)
@@ -172,7 +178,7 @@ def write_entry(
         shutil.rmtree(tmp, ignore_errors=True)
     for old in superseded(root, explainer, set(suite), entry_id):
         _remove(old)
-    return final
+    return Entry(final, header, [r.as_dict() for r in records], rows)
 
 
 def superseded(root: Path, explainer: str, tasks: set, keep: str) -> list[Path]:

@@ -144,7 +144,7 @@ def entry(tmp_path, synthetic_ready) -> Path:
     out = tmp_path / "out"
     summary = run(RunConfig(out=str(out), explainers=("gradient",),
                             metrics=("comprehensiveness", "flip_rate"), **FAST))
-    (folder,) = summary.entries
+    (folder,) = [e.path for e in summary.entries]
     return folder
 
 

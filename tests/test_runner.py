@@ -78,7 +78,7 @@ def test_broken_plugin_is_recorded_and_skipped(tmp_path, synthetic_ready):
     assert [r.explainer.split("[")[0] for r in records] == ["gradient"]
     assert read_jsonl(tmp_path / "failures.jsonl")[0]["record_type"] == "failure"
     # nothing of the failed plugin enters the leaderboard
-    headers = [json.loads((p / "header.json").read_text()) for p in summary.entries]
+    headers = [json.loads((e.path / "header.json").read_text()) for e in summary.entries]
     assert [h["explainer"].split("[")[0] for h in headers] == ["gradient"]
 
 

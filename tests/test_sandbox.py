@@ -6,7 +6,6 @@ past loading; the gradient alone is the comparison."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -213,8 +212,7 @@ def test_a_worker_cannot_forge_entries_or_poison_caches(hostile_run):
     theirs = {p.name: rows(p) for p in (h.root / "mixed" / "explanations").glob("*.jsonl")
               if p.name in mine}
     assert theirs == mine and mine  # the gradient's explanations, score for score
-    names = {json.loads((p / "header.json").read_text())["explainer_name"]
-             for p in h.mixed.entries}
+    names = {e.header["explainer_name"] for e in h.mixed.entries}
     assert names == {"gradient", "hostile_patches", "hostile_forger", "hostile_daemon",
                      "hostile_peeks"}
 

@@ -28,12 +28,9 @@ def matrix(entries, task: str, fmt: str, *, family=None, sort_by=None, metrics=N
 
 def summary(result) -> None:
     """A run's models, its entries per task, metric flags, sharing, and failures."""
-    from faithbench.leaderboard.entry import read_entries
-
     for task, acc in result.accuracy.items():
         print(f"model {task}: accuracy " + ", ".join(f"{k} {v:.4f}" for k, v in acc.items()))
-    mine = {p.name for p in result.entries}
-    entries = [e for e in read_entries(result.out / "leaderboard") if e.header["entry_id"] in mine]
+    entries = result.entries  # as the run wrote them: nothing is read back
     for task in sorted({r.task for r in result.results}):
         print(f"\n{task}")
         print(matrix(entries, task, "table", prefer="comprehensiveness"))

@@ -15,9 +15,9 @@ import dataclasses
 import hashlib
 import math
 import re
-from pathlib import Path
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import torch
