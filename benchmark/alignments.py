@@ -106,10 +106,11 @@ def score_alignments(task: str, alignments: str, config: RunConfig, *,
     gold = {p.id: p for p in gold_pairs[split][: config.limit or None]}
     counts = _counts(alignments, gold, split)
     metrics = (AER_METRIC, PRECISION_METRIC, RECALL_METRIC)
-    out = []
+    out, estimates = [], []
     for metric in metrics:
         est = stats.as_estimate(stats.corpus_bootstrap(list(counts.values()),
                                                        metric.spec.aggregation))
+        estimates.append(est)
         out.append({"metric": metric.spec.name, "direction": metric.spec.direction,
                     **est.as_dict()})
     if submit_as:
@@ -123,18 +124,14 @@ def score_alignments(task: str, alignments: str, config: RunConfig, *,
                       "data_fingerprint": chosen_task.fingerprint(gold_pairs, training, held)}
         results, rows = [], []
         task_id = chosen_task.spec_for(options).id  # the variant in the id, as a run's records
-        for metric, summary in zip(metrics, out):
+        for metric, est in zip(metrics, estimates):
             agg = metric.spec.aggregation
-            results.append(ResultRecord(
+            results.append(ResultRecord.build(
+                metric.spec, est,
                 key=content_hash({"alignments": digest, "metric": metric.spec.id,
-                                  "task": task_id, "split": split,
-                                  "limit": config.limit}),
-                task=task_id, model_seed=config.seeds[0], explainer=submit_as,
-                metric=metric.spec.id, family=metric.spec.family,
-                direction=metric.spec.direction, split=split,
-                estimate={k: v for k, v in summary.items() if k not in ("metric", "direction")},
-                per_example_file="", provenance=provenance, timing={},
-                aggregation=agg.as_dict()).as_dict())
+                                  "task": task_id, "split": split, "limit": config.limit}),
+                task=task_id, model_seed=config.seeds[0], explainer=submit_as, split=split,
+                per_example_file="", provenance=provenance, timing={}).as_dict())
             for key, c in counts.items():
                 value = float(agg(c))
                 rows.append({"task": task_id, "model_seed": config.seeds[0],

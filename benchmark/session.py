@@ -396,17 +396,13 @@ class EvaluationSession:
                explained: Explained) -> ResultRecord:
         """The result record of one unit (its per-example rows: ``per_example_rows``)."""
         estimate = self.estimate(metric, scored)
-        agg = metric.spec.aggregation
-        return ResultRecord(
+        return ResultRecord.build(
+            metric.spec, estimate,
             key=unit.key,
             task=self.spec.id,
             model_seed=self.seed,
             explainer=explainer.spec.id,
-            metric=metric.spec.id,
-            family=metric.spec.family,
-            direction=metric.spec.direction,
             split=unit.split,
-            estimate=estimate.as_dict(),
             per_example_file=f"per_example/{unit.key}.jsonl",
             provenance={
                 **self.provenance(),
@@ -418,7 +414,6 @@ class EvaluationSession:
                     "rows_forwarded": scored.rows_forwarded,
                     "rows_requested": scored.rows_requested, "n_examples": len(self.examples)},
             extra={name: int(flag.sum()) for name, flag in scored.flags.items()},
-            aggregation=None if agg is None else agg.as_dict(),
         )
 
     # -- helpers ---------------------------------------------------------------------------

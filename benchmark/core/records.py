@@ -65,6 +65,21 @@ class ResultRecord:
     def from_dict(cls, d: dict, *, where: str = "<record>") -> ResultRecord:
         return _from_dict(cls, "result", d, where)
 
+    @classmethod
+    def build(cls, metric_spec, estimate, *, key: str, task: str, model_seed: int,
+              explainer: str, split: str, per_example_file: str, provenance: dict,
+              timing: dict, extra: dict | None = None) -> ResultRecord:
+        """The one way a result is built (a run's unit, or alignments scored from a
+        file): what the metric decides (id, family, direction, aggregation) is read
+        off its spec, the estimate (``stats.Estimate``) written as its dict."""
+        agg = metric_spec.aggregation
+        return cls(key=key, task=task, model_seed=model_seed, explainer=explainer,
+                   metric=metric_spec.id, family=metric_spec.family,
+                   direction=metric_spec.direction, split=split,
+                   estimate=estimate.as_dict(), per_example_file=per_example_file,
+                   provenance=provenance, timing=timing, extra=extra or {},
+                   aggregation=None if agg is None else agg.as_dict())
+
 
 @dataclass(frozen=True)
 class FailureRecord:
