@@ -33,8 +33,7 @@ def main(args) -> int:
     from faithbench.benchmark.verbs import agreement
     from faithbench.leaderboard.suite import selection_label
 
-    config = options.config(args)
-    options.check_names(args, config)
+    config = options.checked(args)
     rows, path, failures = agreement(args.task, config, k_frac=args.k_frac)
     _print(rows)
     print(f"\nexamples: {selection_label(config.as_dict())} of the split; "

@@ -46,8 +46,7 @@ def add_arguments(p) -> None:
 def main(args) -> int:
     from faithbench.benchmark.alignments import align_to_file
 
-    config = options.config(args)
-    options.check_names(args, config)
+    config = options.checked(args)
     n = align_to_file(args.task, args.explainer, args.out, config, links=args.links,
                       fraction=args.fraction, aligner=args.aligner, combine=args.symmetrize,
                       from_run=args.from_run)

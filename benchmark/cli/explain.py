@@ -27,8 +27,7 @@ def main(args) -> int:
     from faithbench.benchmark.verbs import explain_to_file
     from faithbench.leaderboard.suite import selection_label
 
-    config = options.config(args)
-    options.check_names(args, config)
+    config = options.checked(args)
     n = explain_to_file(args.task, args.explainer, args.out, config)
     print(f"wrote {n} explanations ({selection_label(config.as_dict())} of the split) "
           f"to {args.out}")

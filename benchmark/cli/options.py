@@ -196,6 +196,13 @@ def config(args) -> RunConfig:
     )
 
 
+def checked(args) -> RunConfig:
+    """``config(args)`` once every name in it is known (``check_names``)."""
+    cfg = config(args)
+    check_names(args, cfg)
+    return cfg
+
+
 def check_names(args, cfg: RunConfig) -> None:
     """Every task, metric and explainer name the verb was given, looked up before it
     prepares a model: a typo is bad input (exit 2), whichever kind of name it is."""

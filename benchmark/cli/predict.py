@@ -24,8 +24,7 @@ def main(args) -> int:
 
     from faithbench.benchmark.verbs import predict
 
-    config = options.config(args)
-    options.check_names(args, config)
+    config = options.checked(args)
     for row in predict(args.task, args.input, config):
         print(json.dumps(row))
     return 0

@@ -44,8 +44,7 @@ def add_arguments(p) -> None:
 def main(args) -> int:
     from faithbench.benchmark.roar import SweepConfig, report, sweep
 
-    config = options.config(args)
-    options.check_names(args, config)
+    config = options.checked(args)
     rows = sweep(config, SweepConfig(ratios=tuple(args.ratios), recursive=args.recursive,
                                      leakage=not args.no_leakage,
                                      leakage_seeds=args.leakage_seeds,

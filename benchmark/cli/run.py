@@ -34,8 +34,7 @@ def add_arguments(p) -> None:
 def main(args) -> int:
     from faithbench.benchmark.runner import run
 
-    config = options.config(args)
-    options.check_names(args, config)
+    config = options.checked(args)
     summary = run(config)
     output.summary(summary)
     return summary.exit_code

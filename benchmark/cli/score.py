@@ -45,8 +45,7 @@ def main(args) -> int:
     from faithbench.benchmark.core.records import write_jsonl_atomic
     from faithbench.leaderboard.render import safe_table
 
-    config = options.config(args)
-    options.check_names(args, config)
+    config = options.checked(args)
     if args.alignments:
         from faithbench.benchmark.alignments import score_alignments
 

@@ -28,8 +28,7 @@ def main(args) -> int:
 
     from faithbench.benchmark.verbs import submit
 
-    config = options.config(args)
-    options.check_names(args, config)
+    config = options.checked(args)
     checks, summary = submit(args.submission, config)
     if not output.checks(checks) or summary is None:
         print("validation failed: not submitted", file=sys.stderr)

@@ -21,6 +21,5 @@ def add_arguments(p) -> None:
 def main(args) -> int:
     from faithbench.benchmark.verbs import validate_plugin
 
-    config = options.config(args)
-    options.check_names(args, config)
+    config = options.checked(args)
     return 0 if output.checks(validate_plugin(args.submission, config)) else 1
