@@ -16,7 +16,8 @@ def _modules() -> list[str]:
     for sub in PACKAGES:
         package = importlib.import_module(f"faithbench.{sub}")
         names.append(package.__name__)
-        names += [n for _, n, _ in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
+        names += [n for _, n, _ in pkgutil.walk_packages(package.__path__, package.__name__ + ".")
+                  if not n.endswith(".__main__")]  # importing it runs the command
     return sorted(names)
 
 

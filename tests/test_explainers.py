@@ -268,7 +268,7 @@ def test_gradient_methods_leave_no_grads_and_work_under_no_grad(name):
 
 @pytest.mark.parametrize("name", submissions.UNIVERSAL + ("TEMPLATE",))
 def test_reference_explainer_passes_every_plugin_check(name):
-    explainer = importlib.import_module(f"submissions.{name}").EXPLAINER
+    explainer = importlib.import_module(f"faithbench.submissions.{name}").EXPLAINER
     batch, target = padded_batch()
     results = run_checks(explainer, InProcess(explainer, classifier(), 1.0), batch, target)
     failed = [(r.check, r.detail) for r in results if not r.passed]

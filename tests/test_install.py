@@ -18,7 +18,8 @@ def test_the_wheel_installs_only_faithbench(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names}
     assert top == {"faithbench", f"{wheel.name.split('-py3')[0]}.dist-info"}, top
-    for module in ("faithbench/api.py", "faithbench/testing.py", "faithbench/benchmark/cli.py",
+    for module in ("faithbench/api.py", "faithbench/testing.py",
+                   "faithbench/benchmark/cli/__init__.py", "faithbench/benchmark/cli/run.py",
                    "faithbench/benchmark/core/api.py", "faithbench/metrics/erasure.py",
                    "faithbench/tasks/sentiment.py", "faithbench/leaderboard/rank.py",
                    "faithbench/submissions/TEMPLATE.py"):

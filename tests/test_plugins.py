@@ -60,7 +60,7 @@ def test_load_by_file_path(name, model, batch):
 
 @pytest.mark.parametrize("name", submissions.REFERENCE)
 def test_load_by_module_name(name):
-    explainer = load_explainer(f"submissions.{name}")
+    explainer = load_explainer(f"faithbench.submissions.{name}")
     assert explainer.spec == submissions.get_explainer(name).spec
 
 

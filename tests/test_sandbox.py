@@ -132,7 +132,8 @@ def test_validate_of_a_plugin_that_exits_at_import_exits_1():
 
 def test_a_claimed_reference_module_is_a_plugin_and_changes_nothing_here(hostile_run, model,
                                                                         batch):
-    """Before: a class claiming ``__module__ = "submissions.gradient"`` ran in-process
+    """Before: a class claiming ``__module__ = "submissions.gradient"`` (now
+    ``faithbench.submissions.gradient``) ran in-process
     and flipped the session's targets; its NaN passed the check on the mask it zeroed."""
     h = hostile_run
     assert not is_reference(load_explainer(hostile("claims_reference")))

@@ -87,7 +87,7 @@ def is_reference(explainer: Explainer) -> bool:
     cls = type(explainer)
     module = sys.modules.get(cls.__module__)
     file = getattr(module, "__file__", None)
-    return (cls.__module__.startswith("submissions.") and file is not None
+    return (cls.__module__.startswith("faithbench.submissions.") and file is not None
             and Path(file).resolve().parent == _REFERENCE_DIR
             and getattr(module, cls.__name__, None) is cls)
 

@@ -8,13 +8,12 @@ from pathlib import Path
 import torch
 
 import faithbench
-import faithbench.benchmark
 
 
 @lru_cache(maxsize=1)
 def git_commit() -> str | None:
     """The checkout's commit (with ``+dirty`` if it has changes), or None outside git."""
-    root = Path(faithbench.benchmark.__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # benchmark/core/ -> the checkout
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                              text=True, timeout=5, check=True).stdout.strip()

@@ -59,7 +59,7 @@ def epoch_stream(rows, *, seed: int, epoch: int, batch_size: int, length, batche
 
     >>> epoch_stream(range(6), seed=0, epoch=1, batch_size=2, length=lambda r: 0,
     ...              batches=lambda rows: [rows[i:i + 2] for i in range(0, len(rows), 2)])
-    [[5, 4], [3, 1], [0, 2]]
+    [[5, 0], [4, 1], [2, 3]]
     """
     rows = list(rows)
     random.Random(seed * 1000 + epoch).shuffle(rows)
