@@ -50,7 +50,7 @@ from faithbench.benchmark.session import (
     per_example_rows,
 )
 from faithbench.leaderboard.entry import Entry, save_entry
-from faithbench.leaderboard.suite import selection_label
+from faithbench.leaderboard.suite import selection_label, suite_key
 
 log = logging.getLogger(__name__)
 
@@ -307,10 +307,10 @@ def write_entries(config: RunConfig, summary: RunSummary) -> list[Entry]:
     tasks, so a rerun on other examples replaces its entry instead of adding one.
     """
     failed = {f.explainer for f in summary.failures}
-    suites = {(r.explainer, _suite_key(r)) for r in summary.results}
+    suites = {(r.explainer, suite_key(r)) for r in summary.results}
     by_explainer: dict[str, list[ResultRecord]] = {}
     for r in read_results(summary.out / "results.jsonl"):
-        if r.explainer not in failed and (r.explainer, _suite_key(r)) in suites:
+        if r.explainer not in failed and (r.explainer, suite_key(r)) in suites:
             by_explainer.setdefault(r.explainer, []).append(r)
     written = []
     for records in by_explainer.values():
@@ -325,7 +325,3 @@ def write_entries(config: RunConfig, summary: RunSummary) -> list[Entry]:
                                  notes=config.notes))
     return written
 
-
-def _suite_key(r: ResultRecord) -> tuple:
-    return (r.task, r.model_seed, r.provenance["checkpoint"], r.split,
-            selection_label(r.provenance["config"]["run"]))

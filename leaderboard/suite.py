@@ -153,6 +153,13 @@ def _finite_number(value) -> bool:
             and math.isfinite(value))
 
 
+def suite_key(record: ResultRecord) -> tuple:
+    """What puts a result in a suite: its task, model seed and checkpoint, split, and
+    how its examples were chosen (``derive_suite`` describes the suite these make)."""
+    return (record.task, record.model_seed, record.provenance["checkpoint"], record.split,
+            _examples(record))
+
+
 def derive_suite(records: list[ResultRecord]) -> dict:
     """task id -> {split, examples, model_seeds, checkpoints, data_fingerprint, n} of these
     results (``examples`` only where the records say how the run chose them)."""

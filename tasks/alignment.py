@@ -36,9 +36,9 @@ import sacrebleu
 import torch
 
 from faithbench.benchmark.core.api import ALIGNMENT, Batch, Example, TaskOptions, TaskSpec
-from faithbench.benchmark.core.cache import sealed, verified_weights, weights_hash
 from faithbench.benchmark.core.errors import DataFileError, InputError
-from faithbench.benchmark.core.files import atomic_write, content_hash
+from faithbench.benchmark.core.files import content_hash
+from faithbench.benchmark.core.models.lifecycle import load_or_train
 from faithbench.benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
 from faithbench.benchmark.core.models.training import (
     NEXT_WORD,
@@ -201,14 +201,8 @@ class AlignmentTask:
         ready = ReadyAlignment(self.spec_for(options), plan.gold, plan.dropped, plan.src_vocab,
                                plan.tgt_vocab, model, {}, "", plan.key, plan.fingerprint,
                                plan.config, checkpoint_file=path)
-        if path.exists():
-            saved = torch.load(path, map_location="cpu", weights_only=True)
-            model.load_state_dict(saved["state_dict"])
-            ready.accuracy, ready.history = saved["accuracy"], saved["history"]
-            ready.loaded_from_cache = True
-            ready.checkpoint = verified_weights(path, model, saved,
-                                                fraction_accuracy=False)  # perplexity, BLEU
-        else:
+
+        def fit() -> tuple[list, dict]:
             held_batches = [ready.teacher_forced(held[i : i + 256])
                             for i in range(0, len(held), 256)]
 
@@ -220,17 +214,17 @@ class AlignmentTask:
                     batches=lambda rows: [ready.teacher_forced(rows[i : i + size])
                                           for i in range(0, len(rows), size)])
 
-            _, ready.history = train(model, epoch_batches, held_batches, tconf, seed=options.seed,
-                                     desc="train alignment", progress=progress,
-                                     objective=NEXT_WORD)
-            ready.accuracy = {"held_out_perplexity": perplexity(model, held_batches),
-                              "held_out_bleu": ready.bleu(held[:500])}
-            log.info("trained alignment: %s", ready.accuracy)
-            ready.checkpoint = weights_hash(model.state_dict())
-            blob = {"state_dict": model.state_dict(), "accuracy": ready.accuracy,
-                    "history": ready.history, "config": plan.config, "weights": ready.checkpoint}
-            atomic_write(path, lambda tmp: torch.save(sealed(blob), tmp))
-        model.eval()
+            _, history = train(model, epoch_batches, held_batches, tconf, seed=options.seed,
+                               desc="train alignment", progress=progress, objective=NEXT_WORD)
+            accuracy = {"held_out_perplexity": perplexity(model, held_batches),
+                        "held_out_bleu": ready.bleu(held[:500])}
+            log.info("trained alignment: %s", accuracy)
+            return history, accuracy
+
+        made = load_or_train(model, path, train=fit, config=plan.config,
+                             fraction_accuracy=False)  # perplexity and BLEU
+        ready.checkpoint, ready.accuracy, ready.history = made.checkpoint, made.accuracy, made.history
+        ready.loaded_from_cache = made.loaded_from_cache
         return ready
 
 

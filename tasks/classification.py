@@ -29,6 +29,7 @@ from faithbench.benchmark.core.cache import cache_dir, sealed, verified_weights,
 from faithbench.benchmark.core.errors import DataFileError, InputError
 from faithbench.benchmark.core.files import atomic_write, content_hash
 from faithbench.benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
+from faithbench.benchmark.core.models.lifecycle import load_or_train
 from faithbench.benchmark.core.models.training import (
     TrainConfig,
     accuracy,
@@ -210,34 +211,31 @@ class ClassificationTask:
                           st.config, checkpoint_file=None if st.pretrained else path)
         if st.pretrained:  # a user's checkpoint: evaluated as it is, never trained
             return self._evaluate_pretrained(ready, path)
-        if path.exists():
-            saved = torch.load(path, map_location="cpu", weights_only=True)
-            model.load_state_dict(saved["state_dict"])
-            ready.accuracy, ready.history, ready.loaded_from_cache = saved["accuracy"], saved["history"], True
-            ready.checkpoint = verified_weights(path, model, saved)
-            model.eval()
-            self._refresh_accuracy(ready, saved, path)
-            return ready
         tconf = st.tconf
-        size = min(256, getattr(model, "max_rows_per_pass", 256))  # rows per eval pass
-        val = [(b, y) for b, y, _ in ready.batches(splits[self.val_split], size)]
 
-        def epoch_batches(epoch: int):
-            return epoch_stream(
-                splits[self.train_split], seed=options.seed, epoch=epoch,
-                batch_size=tconf.batch_size, length=lambda e: len(e.tokens),
-                batches=lambda rows: [(b, y) for b, y, _ in ready.batches(rows, tconf.batch_size)])
+        def fit() -> tuple[list, dict]:
+            size = min(256, getattr(model, "max_rows_per_pass", 256))  # rows per eval pass
+            val = [(b, y) for b, y, _ in ready.batches(splits[self.val_split], size)]
 
-        _, ready.history = train(model, epoch_batches, val, tconf, seed=options.seed,
-                                 desc=f"train {self.spec.name}", progress=progress)
-        ready.accuracy = self._accuracy(ready)
-        log.info("trained %s: %s", ready.spec.id, ready.accuracy)
-        ready.checkpoint = weights_hash(model.state_dict())
-        blob = {"state_dict": model.state_dict(), "accuracy": ready.accuracy,
-                "history": ready.history, "config": st.config,
-                "vocab": getattr(st.vocab, "itos", None), "weights": ready.checkpoint,
-                "fingerprints": split_fingerprints(splits)}
-        atomic_write(path, lambda tmp: torch.save(sealed(blob), tmp))
+            def epoch_batches(epoch: int):
+                return epoch_stream(
+                    splits[self.train_split], seed=options.seed, epoch=epoch,
+                    batch_size=tconf.batch_size, length=lambda e: len(e.tokens),
+                    batches=lambda rows: [(b, y)
+                                          for b, y, _ in ready.batches(rows, tconf.batch_size)])
+
+            _, history = train(model, epoch_batches, val, tconf, seed=options.seed,
+                               desc=f"train {self.spec.name}", progress=progress)
+            accuracy = self._accuracy(ready)
+            log.info("trained %s: %s", ready.spec.id, accuracy)
+            return history, accuracy
+
+        made = load_or_train(model, path, train=fit, config=st.config, extra=lambda: {
+            "vocab": getattr(st.vocab, "itos", None), "fingerprints": split_fingerprints(splits)})
+        ready.checkpoint, ready.accuracy, ready.history = made.checkpoint, made.accuracy, made.history
+        ready.loaded_from_cache = made.loaded_from_cache
+        if made.loaded_from_cache:
+            self._refresh_accuracy(ready, made.saved, path)
         return ready
 
     def _refresh_accuracy(self, ready: ReadyTask, saved: dict, path: Path) -> None:
