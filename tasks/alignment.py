@@ -38,7 +38,7 @@ import torch
 from faithbench.benchmark.core.api import ALIGNMENT, Batch, Example, TaskOptions, TaskSpec
 from faithbench.benchmark.core.errors import DataFileError, InputError
 from faithbench.benchmark.core.files import content_hash
-from faithbench.benchmark.core.models.lifecycle import load_or_train
+from faithbench.benchmark.core.models.lifecycle import PreparedModel, load_or_train
 from faithbench.benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
 from faithbench.benchmark.core.models.training import (
     NEXT_WORD,
@@ -198,9 +198,11 @@ class AlignmentTask:
         seed_everything(options.seed)  # before the build: the seed decides the initial weights
         model = AttentionSeq2Seq(plan.mconf)
         path, tconf, held, training = plan.path, plan.tconf, plan.held, plan.training
-        ready = ReadyAlignment(self.spec_for(options), plan.gold, plan.dropped, plan.src_vocab,
-                               plan.tgt_vocab, model, {}, "", plan.key, plan.fingerprint,
-                               plan.config, checkpoint_file=path)
+        ready = ReadyAlignment(spec=self.spec_for(options), gold=plan.gold,
+                               dropped_links=plan.dropped, src_vocab=plan.src_vocab,
+                               tgt_vocab=plan.tgt_vocab, model=model, cache_key=plan.key,
+                               data_fingerprint=plan.fingerprint, config=plan.config,
+                               checkpoint_file=path)
 
         def fit() -> tuple[list, dict]:
             held_batches = [ready.teacher_forced(held[i : i + 256])
@@ -223,8 +225,7 @@ class AlignmentTask:
 
         made = load_or_train(model, path, train=fit, config=plan.config,
                              fraction_accuracy=False)  # perplexity and BLEU
-        ready.checkpoint, ready.accuracy, ready.history = made.checkpoint, made.accuracy, made.history
-        ready.loaded_from_cache = made.loaded_from_cache
+        ready.take(made)
         return ready
 
 
@@ -271,24 +272,15 @@ class _Plan:
     key: str
     path: Path
 
-@dataclass
-class ReadyAlignment:
-    """The ``PreparedTask`` of the alignment task: gold pairs, vocabularies, the model."""
+@dataclass(kw_only=True)
+class ReadyAlignment(PreparedModel):
+    """The ``PreparedTask`` of the alignment task: gold pairs, vocabularies, the model
+    (its ``accuracy`` is held-out perplexity and BLEU)."""
 
-    spec: TaskSpec
     gold: dict
     dropped_links: dict[str, int]
     src_vocab: Vocabulary
     tgt_vocab: Vocabulary
-    model: AttentionSeq2Seq
-    accuracy: dict[str, float]  # held-out perplexity and BLEU
-    checkpoint: str
-    cache_key: str
-    data_fingerprint: str
-    config: dict
-    history: list = field(default_factory=list)
-    loaded_from_cache: bool = False
-    checkpoint_file: Path | None = None  # the cached weights
 
     @property
     def n_outputs(self) -> int:

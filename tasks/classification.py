@@ -29,7 +29,7 @@ from faithbench.benchmark.core.cache import cache_dir, sealed, verified_weights,
 from faithbench.benchmark.core.errors import DataFileError, InputError
 from faithbench.benchmark.core.files import atomic_write, content_hash
 from faithbench.benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
-from faithbench.benchmark.core.models.lifecycle import load_or_train
+from faithbench.benchmark.core.models.lifecycle import PreparedModel, load_or_train
 from faithbench.benchmark.core.models.training import (
     TrainConfig,
     accuracy,
@@ -44,23 +44,13 @@ log = logging.getLogger(__name__)
 MASKED_SHARE = 0.5  # --masked-training: the share of each batch masked (Madsen et al.)
 
 
-@dataclass
-class ReadyTask:
+@dataclass(kw_only=True)
+class ReadyTask(PreparedModel):
     """A task with data loaded and its model trained (or loaded from the cache): the
     ``faithbench.api.PreparedTask`` of every classification task."""
 
-    spec: TaskSpec
     splits: dict[str, list[Example]]
-    vocab: Vocabulary
-    model: torch.nn.Module  # implements the model surface of faithbench.api
-    accuracy: dict[str, float]
-    checkpoint: str  # weights hash (faithbench.benchmark.core.cache.weights_hash)
-    cache_key: str  # hash of training data + configs + seed: the cached file's name
-    data_fingerprint: str
-    config: dict
-    history: list = field(default_factory=list)
-    loaded_from_cache: bool = False
-    checkpoint_file: Path | None = None  # the cached weights (a retraining job ships it)
+    vocab: Any  # Vocabulary, or transformer.Pieces for a subword model
     _by_id: dict | None = field(default=None, repr=False, compare=False)  # see task_words
 
     @property
@@ -170,13 +160,12 @@ class ClassificationTask:
         if options.train_limit:
             splits[self.train_split] = splits[self.train_split][: options.train_limit]
         if transformer.family(options) != "bilstm":  # subword pieces, a pretrained encoder
-            spec, splits, vocab, config, build, pretrained, tconf = transformer.setup(
-                self, options, splits)
-            fingerprint = data_fingerprint(splits)
-            read = fingerprint if pretrained else self._trained_on(splits)
-            key = content_hash({"data": read, **config})
-            return Setup(spec, splits, fingerprint, vocab, build, tconf, config, key,
-                         checkpoint_path(self.spec.name, key), pretrained)
+            fam = transformer.setup(self, options, splits)
+            fingerprint = data_fingerprint(fam.splits)
+            read = fingerprint if fam.pretrained else self._trained_on(fam.splits)
+            key = content_hash({"data": read, **fam.config})
+            return Setup(fam.spec, fam.splits, fingerprint, fam.vocab, fam.build, fam.tconf,
+                         fam.config, key, checkpoint_path(self.spec.name, key), fam.pretrained)
         if options.transform is not None:  # e.g. ROAR: every split masked before training
             splits = {name: options.transform.apply(name, rows) for name, rows in splits.items()}
         fingerprint = data_fingerprint(splits)
@@ -207,8 +196,9 @@ class ClassificationTask:
         splits, path = st.splits, st.path
         seed_everything(options.seed)  # before the build: the seed decides the initial weights
         model = st.build()
-        ready = ReadyTask(st.spec, splits, st.vocab, model, {}, "", st.key, st.fingerprint,
-                          st.config, checkpoint_file=None if st.pretrained else path)
+        ready = ReadyTask(spec=st.spec, splits=splits, vocab=st.vocab, model=model,
+                          cache_key=st.key, data_fingerprint=st.fingerprint, config=st.config,
+                          checkpoint_file=None if st.pretrained else path)
         if st.pretrained:  # a user's checkpoint: evaluated as it is, never trained
             return self._evaluate_pretrained(ready, path)
         tconf = st.tconf
@@ -232,8 +222,7 @@ class ClassificationTask:
 
         made = load_or_train(model, path, train=fit, config=st.config, extra=lambda: {
             "vocab": getattr(st.vocab, "itos", None), "fingerprints": split_fingerprints(splits)})
-        ready.checkpoint, ready.accuracy, ready.history = made.checkpoint, made.accuracy, made.history
-        ready.loaded_from_cache = made.loaded_from_cache
+        ready.take(made)
         if made.loaded_from_cache:
             self._refresh_accuracy(ready, made.saved, path)
         return ready

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -216,10 +217,22 @@ def label_order(path, id2label: dict, labels: tuple[str, ...]) -> list[int]:
     return [index[name] for name in labels]
 
 
-def setup(task, options: TaskOptions, splits: dict[str, list[Example]]):
-    """(spec, splits as pieces, Pieces, config dict, build(), pretrained) of a
-    transformer-family model of ``task``: what ``ClassificationTask`` needs to train,
-    cache or load it."""
+@dataclass(frozen=True)
+class Family:
+    """A transformer-family model of a classification task, before it is trained or
+    loaded: what ``ClassificationTask`` needs for its lifecycle."""
+
+    spec: TaskSpec  # the task's spec with the family in its id
+    splits: dict[str, list[Example]]  # every split as word pieces
+    vocab: Pieces
+    config: dict
+    build: Callable[[], torch.nn.Module]
+    pretrained: bool  # a --model-path checkpoint: evaluated as it is, never trained
+    tconf: TrainConfig | None  # fine-tuning settings (None for a checkpoint)
+
+
+def setup(task, options: TaskOptions, splits: dict[str, list[Example]]) -> Family:
+    """The transformer-family model ``options`` asks of ``task``."""
     name = family(options)
     if options.transform is not None or options.masked_training:
         raise InputError(f"{task.spec.name}: ROAR and masked training retrain the model; "
@@ -239,14 +252,14 @@ def setup(task, options: TaskOptions, splits: dict[str, list[Example]]):
     if name == "hf":
         config = {"task": spec.id, "variant": options.variant,
                   "model": {"family": "hf", "path": str(path.resolve()), "weights": weights}}
-        return spec, splits, Pieces(tokenizer), config, (
-            lambda: load_checkpoint(path, task.spec.labels, tokenizer)), True, None
+        return Family(spec, splits, Pieces(tokenizer), config,
+                      lambda: load_checkpoint(path, task.spec.labels, tokenizer), True, None)
     conf = TransformerConfig(BASE, weights, len(task.spec.labels), options.model_layers)
     tconf = TRAIN if not options.epochs else replace(TRAIN, epochs=options.epochs)
     config = {"task": spec.id, "variant": options.variant, "model": conf.as_dict(),
               "train": tconf.as_dict(), "seed": options.seed}
-    return spec, splits, Pieces(tokenizer), config, (
-        lambda: build_finetune(conf, path, tokenizer)), False, tconf
+    return Family(spec, splits, Pieces(tokenizer), config,
+                  lambda: build_finetune(conf, path, tokenizer), False, tconf)
 
 
 def accuracy_cache(path: Path) -> Path:

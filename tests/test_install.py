@@ -2,6 +2,7 @@
 so a notebook folder with its own ``metrics.py`` or ``tasks.py`` still runs the API."""
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -11,8 +12,15 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_the_wheel_installs_only_faithbench(tmp_path):
+    source = tmp_path / "src"  # a copy: setuptools leaves build/ beside what it builds
+    for name in ("pyproject.toml", "README.md"):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / name, source / name)
+    for folder in ("faithbench", "benchmark", "tasks", "metrics", "leaderboard", "submissions"):
+        shutil.copytree(REPO / folder, source / folder,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--no-build-isolation", "-w", str(tmp_path), str(REPO)],
+                    "--no-build-isolation", "-w", str(tmp_path), str(source)],
                    check=True, capture_output=True, timeout=300)
     [wheel] = tmp_path.glob("faithbench-*.whl")
     names = zipfile.ZipFile(wheel).namelist()

@@ -9,15 +9,40 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
+from faithbench.benchmark.core.api import TaskSpec
 from faithbench.benchmark.core.cache import sealed, verified_weights, weights_hash
 from faithbench.benchmark.core.files import atomic_write
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(kw_only=True)
+class PreparedModel:
+    """The fields every task family's ``PreparedTask`` shares: the task's spec, the
+    model and what its lifecycle found out (``checkpoint`` = weights hash, ``cache_key``
+    = hash of what training reads, which names ``checkpoint_file``)."""
+
+    spec: TaskSpec
+    model: Any  # implements the model surface of faithbench.api
+    cache_key: str
+    data_fingerprint: str
+    config: dict
+    checkpoint: str = ""
+    accuracy: dict[str, float] = field(default_factory=dict)
+    history: list = field(default_factory=list)
+    loaded_from_cache: bool = False
+    checkpoint_file: Path | None = None  # the cached weights (a retraining job ships them)
+
+    def take(self, made: Made) -> None:
+        """Record what ``load_or_train`` found."""
+        self.checkpoint, self.accuracy, self.history = made.checkpoint, made.accuracy, made.history
+        self.loaded_from_cache = made.loaded_from_cache
 
 
 @dataclass
