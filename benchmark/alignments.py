@@ -56,6 +56,7 @@ def align_to_file(task: str, explainer: str | None, out_file: str, config: RunCo
         return len(found)
     if from_run:
         config = replace(config, out=from_run)
+    assert explainer is not None  # argparse: --explainer or --aligner
     found, sizes = explainer_links(task, explainer, config, links, fraction, bool(from_run))
     if combine:
         back, _ = explainer_links(chosen_task.other_direction, explainer, config, links, fraction,
@@ -81,7 +82,7 @@ def explainer_links(task: str, explainer: str, config: RunConfig, links: str,
     for e, s in zip(session.examples, explained.scores):
         row = torch.tensor([s])
         pick = chosen(row, torch.ones_like(row, dtype=torch.bool), links, fraction)[0]
-        sentence, j = session.prepared.group_of(e), e.extras["position"]
+        sentence, j = session.prepared.group_of(e), (e.extras or {})["position"]
         found.setdefault(sentence, set()).update((i, j) for i in pick.nonzero().flatten().tolist())
         sizes[sentence] = (len(e.tokens), max(j + 1, sizes.get(sentence, (0, 0))[1]))
     return found, sizes
@@ -132,6 +133,7 @@ def score_alignments(task: str, alignments: str, config: RunConfig, *,
                                   "task": task_id, "split": split, "limit": config.limit}),
                 task=task_id, model_seed=config.seeds[0], explainer=submit_as, split=split,
                 per_example_file="", provenance=provenance, timing={}).as_dict())
+            assert agg is not None  # AER, precision and recall are corpus-level
             for key, c in counts.items():
                 value = float(agg(c))
                 rows.append({"task": task_id, "model_seed": config.seeds[0],

@@ -99,10 +99,14 @@ class EvaluationSession:
         self.task, self.options = task, options
         self.spec = prepared.spec
         self.from_file = examples is not None
-        self.split = None if self.from_file else self.spec.split(config.split)
-        # which examples of the split (first N, or a seeded sample), as keys hash it
+        # the split (None: a user's file), and which of its examples (first N, or a
+        # seeded sample) as keys hash it
+        self.split: str | None = None
         self.limit = None if self.from_file else config.selection
-        self.examples = examples if self.from_file else select(prepared, self.split, config)
+        if examples is None:
+            self.split = self.spec.split(config.split)
+            examples = select(prepared, self.split, config)
+        self.examples: list[Example] = examples
         # share=False forwards every requested variant (to measure what sharing saves)
         self.perturber = Perturber(prepared.model, chunk_size=config.chunk_size, share=share)
         self._probs: torch.Tensor | None = None
@@ -145,7 +149,7 @@ class EvaluationSession:
         return self._targets
 
     @targets.setter
-    def targets(self, value: torch.Tensor) -> None:
+    def targets(self, value: torch.Tensor | Sequence[int]) -> None:
         """Explicit targets (e.g. a ``target`` field of a user's explanations file)."""
         self._targets = torch.as_tensor(value, dtype=torch.long)
 
@@ -229,6 +233,7 @@ class EvaluationSession:
         atomic_write(seal, lambda tmp: Path(tmp).write_text(digest + "\n"))
 
     def _explanations_path(self, explainer: Explainer) -> Path:
+        assert self.split is not None  # only a split's explanations are cached
         key = unit_key(self.prepared.checkpoint, explainer.spec.id, "explanations", self.split,
                        self.limit, seed=self.seed, data=self.prepared.data_fingerprint,
                        explainer_seed=self.seeds.explainer)
@@ -316,7 +321,8 @@ class EvaluationSession:
             index = torch.tensor(keep, dtype=torch.long)
             targets, probs = targets.index_select(0, index), probs.index_select(0, index)
         rate = reference_rate(examples) if metric.spec.needs_reference else None
-        size, values, flags, stats = self.config.batch_size, [], {}, []
+        size, values, stats = self.config.batch_size, [], []
+        flags: dict[str, list] = {}
         bar = tqdm(total=len(examples), desc=f"score {metric.spec.name}", leave=False,
                    disable=not self.config.progress)
         model_eval(self.prepared.model)  # whatever ran before, metrics see no dropout
@@ -346,7 +352,7 @@ class EvaluationSession:
                          metric.spec.aggregation)
 
     def _score_training(self, metric, scores, explainer) -> Scored:
-        if explainer is None or self.task is None:
+        if explainer is None or self.task is None or self.options is None:
             raise InputError(f"metric {metric.spec.name} retrains models: it runs in "
                              "`faithbench run`, which hands it the task and the explainer")
         executor = make_executor(self.config.executor, workers=self.config.workers,
@@ -460,7 +466,7 @@ def per_example_rows(scored: Scored, *, undefined: bool = False) -> list[dict]:
     for i, (ex, v) in enumerate(zip(scored.ids, scored.values)):
         if scored.stats is None and np.isnan(v) and not undefined:
             continue
-        row = {"id": ex, "value": float(v) if np.isfinite(v) else None}
+        row: dict = {"id": ex, "value": float(v) if np.isfinite(v) else None}
         if scored.stats is not None:
             row["stats"] = [float(x) for x in scored.stats[i]]
         rows.append(row)
@@ -477,7 +483,7 @@ def _by_group(scored: Scored, groups: list[str], aggregation) -> Scored:
     """A corpus-level metric's statistics summed per group (e.g. the rows of one
     sentence pair), in order of first appearance: the group is what the bootstrap and
     ``compare`` resample; its value is the aggregation of its own sums; flags count."""
-    if groups == scored.ids:
+    if groups == scored.ids or scored.stats is None:
         return scored
     order = list(dict.fromkeys(groups))
     position = {g: i for i, g in enumerate(order)}
@@ -513,7 +519,8 @@ def reference_rate(examples: Sequence) -> float | None:
 
 def confinement(config: RunConfig) -> Confinement:
     """Plugin workers' limits; a sandbox also hides the results, data and model cache."""
-    hidden = [config.out, cache_dir()] + ([config.data_dir] if config.data_dir else [])
+    hidden: list[str | Path] = [config.out, cache_dir(),
+                                *([config.data_dir] if config.data_dir else [])]
     return Confinement(sandbox=config.sandbox, memory_gib=config.plugin_memory_gib,
                        hidden=tuple(str(Path(p).resolve()) for p in hidden))
 

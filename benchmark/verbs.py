@@ -214,7 +214,7 @@ def agreement(task: str, config: RunConfig, *, k_frac: float = 0.2
     if not config.explainers:  # the default set: only those this model can serve, as in run
         kept = serviceable([e for _, e in chosen], session.prepared.model, session.spec.id)
         chosen = [(ref, e) for ref, e in chosen if any(e is k for k in kept)]
-    loaded = []
+    loaded: list = []
     for ref, explainer in chosen:
         try:
             explained = session.explain(explainer)
@@ -230,6 +230,7 @@ def agreement(task: str, config: RunConfig, *, k_frac: float = 0.2
                             k_frac=k_frac)
     ids = [e.spec.id for e, _ in loaded]
     seed, split = session.seed, session.split
+    assert split is not None  # agreement is computed on a split
     record = AgreementRecord(
         key=content_hash({"checkpoint": session.prepared.checkpoint, "explainers": ids,
                           "split": split, "limit": config.selection, "k_frac": k_frac,
