@@ -22,6 +22,7 @@ from dataclasses import fields as dataclass_fields
 
 from faithbench.benchmark.core.api import TaskOptions
 from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.executor import Executor, make_executor
 from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.stats import SEED as BOOTSTRAP_SEED
 
@@ -101,6 +102,10 @@ class Execution:
     workers: int | None = None
     address: str | None = None
     progress: bool = True
+
+    def job_executor(self) -> Executor:
+        """Where retraining jobs run (``--executor``, ``--workers``, ``--address``)."""
+        return make_executor(self.executor, workers=self.workers, address=self.address)
 
 
 @dataclass(frozen=True)

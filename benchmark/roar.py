@@ -32,7 +32,7 @@ mask's pattern model (``faithbench.benchmark.roar_report.leakage_cells``).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +41,6 @@ from faithbench import submissions
 from faithbench import tasks as task_registry
 from faithbench.benchmark.core.api import CLASSIFICATION, PAIR_CLASSIFICATION, TaskOptions
 from faithbench.benchmark.core.errors import InputError
-from faithbench.benchmark.core.executor import make_executor
 from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.records import append_jsonl, read_jsonl
 from faithbench.benchmark.core.retrain import Retrainer, Trained, point, probabilities
@@ -105,7 +104,7 @@ class Original:
 
 def sweep(config: RunConfig, sweep_config: SweepConfig = SweepConfig()) -> list[dict]:
     """Run every missing job of the sweep; return all rows of ``config.tasks``."""
-    executor = make_executor(config.executor, workers=config.workers, address=config.address)
+    executor = config.execution.job_executor()
     out = Path(config.out) / "roar" / ROWS
     rows = []
     for task in config.tasks:
@@ -129,7 +128,7 @@ class _TaskSweep:
                                    config.evaluation.task_options(0), executor)
 
     def options(self, seed: int, transform=None) -> TaskOptions:
-        return replace(self.config.evaluation.task_options(seed), transform=transform)
+        return self.retrainer.options(transform, seed)
 
     def run(self) -> list[dict]:
         seeds = self.config.seeds

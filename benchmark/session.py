@@ -35,7 +35,6 @@ from faithbench.benchmark.core.api import (
 )
 from faithbench.benchmark.core.cache import cache_dir
 from faithbench.benchmark.core.errors import InputError, IntegrityError
-from faithbench.benchmark.core.executor import make_executor
 from faithbench.benchmark.core.files import atomic_write, content_hash, file_hash
 from faithbench.benchmark.core.isolation import Confinement, is_reference, plugin_caller
 from faithbench.benchmark.core.perturb import Perturber
@@ -355,8 +354,7 @@ class EvaluationSession:
         if explainer is None or self.task is None or self.options is None:
             raise InputError(f"metric {metric.spec.name} retrains models: it runs in "
                              "`faithbench run`, which hands it the task and the explainer")
-        executor = make_executor(self.config.executor, workers=self.config.workers,
-                                 address=self.config.address)
+        executor = self.config.execution.job_executor()
         out = metric.evaluate(TrainingInput(
             task=self.task, options=self.options, session=self, explainer=explainer,
             scores=[list(s) for s in scores],

@@ -7,7 +7,6 @@ families) and the alignment task all go through ``load_or_train``.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +17,6 @@ import torch
 from faithbench.benchmark.core.api import TaskSpec
 from faithbench.benchmark.core.cache import sealed, verified_weights, weights_hash
 from faithbench.benchmark.core.files import atomic_write
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(kw_only=True)
