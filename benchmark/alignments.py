@@ -20,7 +20,13 @@ from faithbench.benchmark.core.errors import DataFileError, InputError
 from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.links import chosen, link_counts, symmetrize, transpose
 from faithbench.benchmark.core.provenance import environment
-from faithbench.benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic
+from faithbench.benchmark.core.records import (
+    Provenance,
+    ResultRecord,
+    Timing,
+    read_jsonl,
+    write_jsonl_atomic,
+)
 from faithbench.benchmark.plan import RunConfig
 from faithbench.benchmark.runner import resolve_explainer
 from faithbench.benchmark.session import confinement, open_session
@@ -120,9 +126,10 @@ def score_alignments(task: str, alignments: str, config: RunConfig, *,
         if not entries:
             raise InputError("--submit-as needs --entries DIR (the leaderboard folder)")
         digest = hashlib.sha256(Path(alignments).read_bytes()).hexdigest()
-        provenance = {**environment(), "checkpoint": MODEL_FREE, "alignments": str(alignments),
-                      "alignments_sha256": digest,
-                      "data_fingerprint": chosen_task.fingerprint(gold_pairs, training, held)}
+        provenance = Provenance(**environment(), checkpoint=MODEL_FREE,
+                                alignments=str(alignments), alignments_sha256=digest,
+                                data_fingerprint=chosen_task.fingerprint(gold_pairs, training,
+                                                                         held))
         results, rows = [], []
         task_id = chosen_task.spec_for(options).id  # the variant in the id, as a run's records
         for metric, est in zip(metrics, estimates):
@@ -132,7 +139,7 @@ def score_alignments(task: str, alignments: str, config: RunConfig, *,
                 key=content_hash({"alignments": digest, "metric": metric.spec.id,
                                   "task": task_id, "split": split, "limit": config.limit}),
                 task=task_id, model_seed=config.seeds[0], explainer=submit_as, split=split,
-                per_example_file="", provenance=provenance, timing={}).as_dict())
+                per_example_file="", provenance=provenance, timing=Timing()))
             assert agg is not None  # AER, precision and recall are corpus-level
             for key, c in counts.items():
                 value = float(agg(c))

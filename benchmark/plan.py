@@ -166,6 +166,13 @@ class RunConfig:
         """The options that decide only how the run goes."""
         return Execution(**{f: getattr(self, f) for f in _fields(Execution)})
 
+    @classmethod
+    def of(cls, evaluation: Evaluation, execution: Execution, *, out: str) -> RunConfig:
+        """The configuration of a job that needs only these: e.g. a sweep's explain job
+        on a worker, which explains into ``out`` (no task lists, notes or leaderboard)."""
+        return cls(out=out, write_leaderboard=False, **evaluation.as_dict(),
+                   **asdict(execution))
+
     def seeds_of(self, model_seed: int) -> Seeds:
         """The seeds of the units of model seed ``model_seed``."""
         return Seeds(model_seed, explainer=self.explainer_seed)

@@ -39,21 +39,27 @@ import numpy as np
 
 from faithbench import submissions
 from faithbench import tasks as task_registry
-from faithbench.benchmark.core.api import CLASSIFICATION, PAIR_CLASSIFICATION, TaskOptions
+from faithbench.benchmark.core.api import (
+    CLASSIFICATION,
+    PAIR_CLASSIFICATION,
+    TaskOptions,
+)
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.files import content_hash
-from faithbench.benchmark.core.records import append_jsonl, read_jsonl
+from faithbench.benchmark.core.records import RoarRow, append_jsonl, read_roar_rows
 from faithbench.benchmark.core.retrain import Retrainer, Trained, point, probabilities
-from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.plan import Evaluation, Execution, RunConfig
 from faithbench.benchmark.roar_report import ALL, CLEAN, LENGTH, RANDOM, report  # noqa: F401
 from faithbench.benchmark.runner import resolve_explainer, serviceable
 from faithbench.benchmark.session import EvaluationSession, Explained, confinement
-from faithbench.metrics.masking import MaskPattern, RandomMask, RecursiveMask, TopKMask
+from faithbench.metrics.masking import Mask, MaskPattern, RandomMask, RecursiveMask, TopKMask
 from faithbench.metrics.ood import Mahalanobis, auroc, hidden_states
 
 log = logging.getLogger(__name__)
 
 RATIOS = (0.1, 0.3, 0.5, 0.7, 0.9)
+# one point of a sweep: (model seed, mask name, ratio, the data transform, row kind)
+Point = tuple[int, str, float, "Mask", str]
 ROWS = "rows.jsonl"
 
 
@@ -71,16 +77,22 @@ class SweepConfig:
 
 @dataclass(frozen=True)
 class ExplainJob:
+    """One split's explanations by one model: what a worker needs, and no more (the
+    evaluation and execution options, and where its explanation cache lives)."""
+
     task: str
     options: TaskOptions  # of the model that explains (a retrained one in recursive ROAR)
-    config: RunConfig
+    evaluation: Evaluation
+    execution: Execution
+    out: str
     explainer: str
     split: str
 
 
 def explain_job(job: ExplainJob) -> Explained:
-    session = _session(job.task, job.config, job.options).on_split(job.split)
-    return session.explain(resolve_explainer(job.explainer, confinement(job.config)))
+    config = RunConfig.of(job.evaluation, job.execution, out=job.out)
+    session = _session(job.task, config, job.options).on_split(job.split)
+    return session.explain(resolve_explainer(job.explainer, confinement(config)))
 
 
 def _session(task: str, config: RunConfig, options: TaskOptions) -> EvaluationSession:
@@ -101,8 +113,14 @@ class Original:
     detector: Mahalanobis
     clean_distance: np.ndarray
 
+    @property
+    def split(self) -> str:
+        """The split every point is scored on (the session is on a split, not a file)."""
+        assert self.session.split is not None
+        return self.session.split
 
-def sweep(config: RunConfig, sweep_config: SweepConfig = SweepConfig()) -> list[dict]:
+
+def sweep(config: RunConfig, sweep_config: SweepConfig = SweepConfig()) -> list[RoarRow]:
     """Run every missing job of the sweep; return all rows of ``config.tasks``."""
     executor = config.execution.job_executor()
     out = Path(config.out) / "roar" / ROWS
@@ -122,7 +140,7 @@ class _TaskSweep:
             raise InputError("roar: ratios must increase strictly, each in (0, 1)")
         self.refs = list(config.explainers or submissions.REFERENCE)
         self.explainers = [resolve_explainer(e, confinement(config)) for e in self.refs]
-        self.done = {r["key"]: r for r in read_jsonl(out)}
+        self.done = {r.key: r for r in read_roar_rows(out)}
         self.originals: dict[int, Original] = {}
         self.retrainer = Retrainer(task_registry.get_task(task),
                                    config.evaluation.task_options(0), executor)
@@ -130,7 +148,7 @@ class _TaskSweep:
     def options(self, seed: int, transform=None) -> TaskOptions:
         return self.retrainer.options(transform, seed)
 
-    def run(self) -> list[dict]:
+    def run(self) -> list[RoarRow]:
         seeds = self.config.seeds
         self.train([self.options(s) for s in seeds])
         for s in seeds:
@@ -143,7 +161,7 @@ class _TaskSweep:
             self.explainers = kept
         wanted = [(s, ref, e) for s in seeds for ref, e in zip(self.refs, self.explainers)]
         scores = self.explain([(self.options(s), ref) for s, ref, _ in wanted])
-        points = []  # (seed, mask, ratio, transform, kind)
+        points: list[Point] = []
         for s in seeds:
             points.append((s, ALL, 1.0, RandomMask(1.0, seed=s), "roar"))
             points += [(s, RANDOM, k, RandomMask(k, seed=s), "roar") for k in self.sc.ratios]
@@ -156,16 +174,18 @@ class _TaskSweep:
                 ratios = self.sc.ratios if self.sc.leakage_ratios is None else self.sc.leakage_ratios
                 points += [(s, m, k, MaskPattern(t), "leakage")
                            for s_, m, k, t, kind in list(points)
-                           if s_ == s and kind == "roar" and m != ALL and k in ratios]
+                           if s_ == s and kind == "roar" and m != ALL and k in ratios
+                           and not isinstance(t, MaskPattern)]
         self.run_points(points)
         if self.sc.recursive:
             self.run_recursive()
-        return [r for r in read_jsonl(self.out) if r["task"] == self.spec.id]
+        return [r for r in read_roar_rows(self.out) if r.task == self.spec.id]
 
     def run_recursive(self) -> None:
         chains = [(s, ref, e) for s in self.config.seeds
                   for ref, e in zip(self.refs, self.explainers)]
-        previous = [None] * len(chains)  # each chain's last mask (None: the clean data)
+        # each chain's last mask (None: the clean data)
+        previous: list[TopKMask | RecursiveMask | None] = [None] * len(chains)
         for k in self.sc.ratios:
             scores = self.explain([(self.options(s, t), ref)
                                    for (s, ref, _), t in zip(chains, previous)])
@@ -199,7 +219,8 @@ class _TaskSweep:
                 session = sessions[_name(options)].on_split(split)
                 hit = session.cached(explainer)
                 if hit is None:
-                    jobs.append(ExplainJob(self.task, options, self.config, ref, split))
+                    jobs.append(ExplainJob(self.task, options, self.config.evaluation,
+                                           self.config.execution, self.config.out, ref, split))
                 found[(_name(options), ref, split)] = (session, hit)
         if jobs:
             log.info("roar %s: %d split explanation(s) on %s", self.task, len(jobs),
@@ -214,9 +235,10 @@ class _TaskSweep:
         self.executor.map(explain_job, jobs, on_done=store)
         out = []
         for options, ref in wanted:
-            by_id = {}
+            by_id: dict[str, list[float]] = {}
             for split in sessions[_name(options)].prepared.splits:
                 session, explained = found[(_name(options), ref, split)]
+                assert explained is not None  # cached, or stored as its job finished
                 by_id.update(zip((e.id for e in session.examples), explained.scores))
             out.append(by_id)
         return out
@@ -227,7 +249,7 @@ class _TaskSweep:
         o = self.originals[seed]
         return content_hash({"task": self.spec.id, "original": o.session.prepared.checkpoint,
                              "transform": None if transform is None else transform.key,
-                             "kind": kind, "split": o.session.split, "limit": o.session.limit})
+                             "kind": kind, "split": o.split, "limit": o.session.limit})
 
     def run_points(self, points: list) -> None:
         todo = [p for p in points if self.key(p[0], p[3], p[4]) not in self.done]
@@ -256,7 +278,7 @@ class _TaskSweep:
                         detector.distance(_hidden(prepared, session.examples)))
 
     def record(self, seed: int, mask: str, ratio: float, transform, kind: str,
-               trained: Trained | None = None) -> dict:
+               trained: Trained | None = None) -> RoarRow:
         key = self.key(seed, transform, kind)
         if key in self.done:
             return self.done[key]
@@ -264,19 +286,18 @@ class _TaskSweep:
         clean = o.session.examples
         prepared = o.session.prepared if transform is None else \
             task_registry.get_task(self.task).prepare(self.options(seed, transform), progress=False)
-        masked, _, correct = point(prepared, o.session.split, clean)
-        row = {"key": key, "task": self.spec.id, "kind": kind, "seed": seed, "mask": mask,
-               "ratio": ratio, "transform": None if transform is None else transform.key,
-               "checkpoint": prepared.checkpoint,
-               "original_checkpoint": o.session.prepared.checkpoint,
-               "split": o.session.split, "n": len(clean), "accuracy": float(correct.mean()),
-               "correct": correct.tolist(), "majority": _majority(o.labels),
-               "validation_accuracy": prepared.accuracy.get(_validation(prepared)),
-               "train_s": None if trained is None or trained.loaded_from_cache else trained.seconds,
-               "epochs": len(prepared.history)}
-        if kind != "leakage" and transform is not None:
-            row.update(self.shift(o, prepared, masked))
-        append_jsonl(self.out, row)
+        masked, _, correct = point(prepared, o.split, clean)
+        shift = {} if kind == "leakage" or transform is None else self.shift(o, prepared, masked)
+        row = RoarRow(
+            key=key, task=self.spec.id, kind=kind, seed=seed, mask=mask, ratio=ratio,
+            transform=None if transform is None else transform.key,
+            checkpoint=prepared.checkpoint, original_checkpoint=o.session.prepared.checkpoint,
+            split=o.split, n=len(clean), accuracy=float(correct.mean()),
+            correct=correct.tolist(), majority=_majority(o.labels),
+            validation_accuracy=prepared.accuracy.get(_validation(prepared)),
+            train_s=None if trained is None or trained.loaded_from_cache else trained.seconds,
+            epochs=len(prepared.history), **shift)
+        append_jsonl(self.out, row.as_dict())
         self.done[key] = row
         return row
 

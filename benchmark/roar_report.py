@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from faithbench.benchmark.core.records import RoarRow
 from faithbench.benchmark.core.stats import (
     ALPHA,
     N_RESAMPLES,
@@ -24,11 +25,11 @@ RANDOM, CLEAN, ALL, LENGTH = "random", "none", "all", "length"
 
 
 
-def report(rows: list[dict], *, fmt: str = "github") -> str:
+def report(rows: list[RoarRow], *, fmt: str = "github") -> str:
     """The curves with RACU, the shift diagnostics and the leakage check, per task."""
     parts = []
-    for task in dict.fromkeys(r["task"] for r in rows):
-        mine = [r for r in rows if r["task"] == task]
+    for task in dict.fromkeys(r.task for r in rows):
+        mine = [r for r in rows if r.task == task]
         parts.append(f"## ROAR on {task}\n")
         for kind, title in (("roar", "ROAR"), ("recursive", "Recursive ROAR")):
             table = _curve_table(mine, kind, fmt)
@@ -53,21 +54,21 @@ def report(rows: list[dict], *, fmt: str = "github") -> str:
 
 
 def _ratios(rows) -> list[float]:
-    return sorted({r["ratio"] for r in rows if 0 < r["ratio"] < 1})
+    return sorted({r.ratio for r in rows if 0 < r.ratio < 1})
 
 
-def _matrix(rows: list[dict]) -> np.ndarray:
+def _matrix(rows: list[RoarRow]) -> np.ndarray:
     """(seeds, examples) correctness, seeds in order."""
-    return np.array([r["correct"] for r in sorted(rows, key=lambda r: r["seed"])], dtype=float)
+    return np.array([r.correct for r in sorted(rows, key=lambda r: r.seed)], dtype=float)
 
 
-def _curve_table(rows: list[dict], kind: str, fmt: str) -> str | None:
+def _curve_table(rows: list[RoarRow], kind: str, fmt: str) -> str | None:
     """One row per mask: accuracy at each ratio, and RACU against the random curve
     (random masking is the same for both kinds: it has no explainer to recur on)."""
-    own = {(r["mask"], r["ratio"], r["seed"]): r for r in rows if r["kind"] == kind}
+    own = {(r.mask, r.ratio, r.seed): r for r in rows if r.kind == kind}
     if not own:
         return None
-    roar = {(r["mask"], r["ratio"], r["seed"]): r for r in rows if r["kind"] == "roar"}
+    roar = {(r.mask, r.ratio, r.seed): r for r in rows if r.kind == "roar"}
     ratios = _ratios(own.values())
     seeds = sorted({s for _, _, s in own})
     masks = [RANDOM] + [m for m in dict.fromkeys(m for m, _, _ in own)
@@ -78,7 +79,8 @@ def _curve_table(rows: list[dict], kind: str, fmt: str) -> str | None:
         for k in [0.0, *ratios, 1.0]:
             mask_k = CLEAN if k == 0 else ALL if k == 1 else mask
             got = [source.get((mask_k, k, s)) or roar.get((mask_k, k, s)) for s in seeds]
-            out.append(_matrix(got) if all(got) else None)
+            found = [r for r in got if r is not None]
+            out.append(_matrix(found) if len(found) == len(got) else None)
         return out
 
     def cell(e) -> str:
@@ -101,7 +103,7 @@ def _curve_table(rows: list[dict], kind: str, fmt: str) -> str | None:
               (("0% (original models)", random_curve[0]), ("100% (all masked)", random_curve[-1]))
               if m is not None]
     footer.append(f"seeds {', '.join(map(str, seeds))}; "
-                  f"n = {next(iter(own.values()))['n']} test examples")
+                  f"n = {next(iter(own.values())).n} test examples")
     footer.append("RACU: Madsen et al.'s relative area between curves of each seed "
                   "(on accuracy, unclipped), mean over seeds [95% CI: t over seeds + "
                   "example variance]")
@@ -109,18 +111,18 @@ def _curve_table(rows: list[dict], kind: str, fmt: str) -> str | None:
     return safe_table(table, headers, tablefmt=fmt) + "\n\n" + "; ".join(footer)
 
 
-def _field_table(rows: list[dict], field: str, fmt: str) -> str | None:
-    rows = [r for r in rows if r["kind"] == "roar" and r.get(field) is not None
-            and 0 < r["ratio"] < 1]
+def _field_table(rows: list[RoarRow], field: str, fmt: str) -> str | None:
+    rows = [r for r in rows if r.kind == "roar" and getattr(r, field) is not None
+            and 0 < r.ratio < 1]
     if not rows:
         return None
     ratios = _ratios(rows)
-    masks = list(dict.fromkeys(r["mask"] for r in sorted(rows, key=lambda r: r["mask"] != RANDOM)))
+    masks = list(dict.fromkeys(r.mask for r in sorted(rows, key=lambda r: r.mask != RANDOM)))
     table = []
     for mask in masks:
         cells = []
         for k in ratios:
-            got = [r[field] for r in rows if r["mask"] == mask and r["ratio"] == k]
+            got = [getattr(r, field) for r in rows if r.mask == mask and r.ratio == k]
             cells.append(f"{np.mean(got):.3f}" if got else "")
         table.append([mask, *cells])
     return safe_table(table, ["mask", *(f"{k:.0%}" for k in ratios)], tablefmt=fmt)
@@ -151,7 +153,7 @@ def _paired(a: np.ndarray, b: np.ndarray, n_resamples: int) -> PairedDifference:
     return sign_flip_test(a.mean(axis=0), b.mean(axis=0), n_resamples=n_resamples)
 
 
-def leakage_cells(rows: list[dict], *, alpha: float = ALPHA,
+def leakage_cells(rows: list[RoarRow], *, alpha: float = ALPHA,
                   n_resamples: int = N_RESAMPLES) -> list[LeakCell]:
     """The leakage check on the ``leakage`` rows: per (mask, ratio) of an explainer, a
     paired test of the pattern model's correctness against the length-only model's and
@@ -160,8 +162,8 @@ def leakage_cells(rows: list[dict], *, alpha: float = ALPHA,
     Holm's adjustment across all cells, so with no leakage anywhere the chance of any
     flag stays at most alpha while retraining moves a model's accuracy by sd <= 0.01
     (simulated: 2.7 %; at sd 0.02, 16 %; ``tests/test_leakage.py``)."""
-    leak = [r for r in rows if r["kind"] == "leakage"]
-    by_key = {(r["mask"], r["ratio"], r["seed"]): r for r in leak}
+    leak = [r for r in rows if r.kind == "leakage"]
+    by_key = {(r.mask, r.ratio, r.seed): r for r in leak}
     length = {s: r for (m, _, s), r in by_key.items() if m == LENGTH}
     out = []
     for mask, ratio in dict.fromkeys((m, k) for m, k, _ in by_key if m not in (LENGTH, RANDOM)):
@@ -181,18 +183,18 @@ def leakage_cells(rows: list[dict], *, alpha: float = ALPHA,
     return [replace(c, p_holm=q, leaks=q < alpha) for c, q in zip(out, adjusted)]
 
 
-def _leakage_table(rows: list[dict], fmt: str) -> list[str]:
+def _leakage_table(rows: list[RoarRow], fmt: str) -> list[str]:
     cells = leakage_cells(rows)
-    leak = [r for r in rows if r["kind"] == "leakage"]
-    length = [r for r in leak if r["mask"] == LENGTH]
+    leak = [r for r in rows if r.kind == "leakage"]
+    length = [r for r in leak if r.mask == LENGTH]
     if not cells:
         return []
     ratios = sorted({c.ratio for c in cells})
     table = []
-    randoms = [r for r in leak if r["mask"] == RANDOM]
+    randoms = [r for r in leak if r.mask == RANDOM]
     if randoms:
-        table.append([RANDOM, *(f"{np.mean([r['accuracy'] for r in randoms if r['ratio'] == k]):.3f}"
-                                if any(r["ratio"] == k for r in randoms) else "" for k in ratios)])
+        table.append([RANDOM, *(f"{np.mean([r.accuracy for r in randoms if r.ratio == k]):.3f}"
+                                if any(r.ratio == k for r in randoms) else "" for k in ratios)])
     at = {(c.mask, c.ratio): c for c in cells}
     for mask in dict.fromkeys(c.mask for c in cells):
         row = [mask]
@@ -215,7 +217,7 @@ def _leakage_table(rows: list[dict], fmt: str) -> list[str]:
              f"same ratio; sign-flip test per cell on the examples, correctness averaged over "
              f"seeds; Holm-adjusted p across the "
              f"{len(cells)} cells; LEAKS: p < {ALPHA} with both differences > 0); majority "
-             f"class {length[0]['majority'] if length else float('nan'):.3f}, length-only "
-             f"model {np.mean([r['accuracy'] for r in length]):.3f}\n"),
+             f"class {length[0].majority if length else float('nan'):.3f}, length-only "
+             f"model {np.mean([r.accuracy for r in length]):.3f}\n"),
             safe_table(table, ["mask", *(f"{k:.0%}" for k in ratios)], tablefmt=fmt),
             "", verdict, ""]

@@ -319,9 +319,9 @@ def write_entries(config: RunConfig, summary: RunSummary) -> list[Entry]:
             for row in read_jsonl(summary.out / r.per_example_file):
                 per_example.append({"task": r.task, "model_seed": r.model_seed, "metric": r.metric,
                                     **row})
-        spec = records[0].provenance["config"]["explainer"]
+        spec = (records[0].provenance.config or {})["explainer"]
         written.append(save_entry(summary.out / "leaderboard", explainer_spec=spec,
-                                 results=[r.as_dict() for r in records], per_example=per_example,
+                                 results=records, per_example=per_example,
                                  notes=config.notes))
     return written
 

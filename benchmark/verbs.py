@@ -26,6 +26,7 @@ from faithbench.benchmark.core.records import (
 )
 from faithbench.benchmark.core.validation import CheckResult, run_checks
 from faithbench.benchmark.plan import RunConfig
+from faithbench.benchmark.recording import provenance
 from faithbench.benchmark.runner import (
     RunSummary,
     check_explainer,
@@ -241,12 +242,9 @@ def agreement(task: str, config: RunConfig, *, k_frac: float = 0.2
         explainers=ids,
         rows=rows,
         provenance={
-            **session.provenance(),
-            "config": {"run": config.evaluation.as_dict(), "task": session.prepared.config,
-                       "k_frac": k_frac},
+            **provenance(session, seeds=session.seeds.as_dict(), k_frac=k_frac).as_dict(),
             "labels": dict(zip(labels, ids)),
             "failed": [f.explainer for f in failures],
-            "seeds": session.seeds.as_dict(),
             "n_examples": len(session.examples),
             "seconds": time.perf_counter() - start,
         },

@@ -30,18 +30,18 @@ import math
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.ids import short_name
 from faithbench.benchmark.core.names import FAMILIES
+from faithbench.benchmark.core.records import ResultRecord
 from faithbench.benchmark.core.stats import (
-    ALPHA,
     BOOTSTRAP,
     Aggregation,
     holm,
     paired_corpus_test,
     paired_seed_test,
-    settings_of,
     sign_flip_test,
 )
 from faithbench.leaderboard.entry import Entry
 from faithbench.leaderboard.rank import matches, scored_count, seed_matrix
+from faithbench.leaderboard.rows import Compared
 from faithbench.leaderboard.suite import require_same_suite
 
 NO_DIFFERENCE = "no significant difference"
@@ -49,11 +49,9 @@ NO_DIFFERENCE = "no significant difference"
 
 def compare(
     a: Entry, b: Entry, *, task: str | None = None, metric: str | None = None
-) -> list[dict]:
-    """One row per (task, metric) both entries have: task, family, metric, metric_name,
-    direction, a, b, a_entry, b_entry, n, undefined, model_seeds, n_seeds, mean_a, mean_b,
-    diff, ci_low, ci_high, ci_method, p_value, p_holm, test, confidence, better,
-    better_entry.
+) -> list[Compared]:
+    """One row per (task, metric) both entries have, paired on the examples and seeds
+    both scored.
 
     ``p_holm`` is adjusted over the rows of this call, so narrowing ``task`` or
     ``metric`` changes it."""
@@ -63,7 +61,7 @@ def compare(
     keys = sorted(
         ra.keys() & rb.keys(),
         key=lambda k: (
-            FAMILIES.index(ra[k]["family"]) if ra[k]["family"] in FAMILIES else len(FAMILIES),
+            FAMILIES.index(ra[k].family) if ra[k].family in FAMILIES else len(FAMILIES),
             k,
         ),
     )
@@ -77,24 +75,23 @@ def compare(
     for t, m in keys:
         require_same_suite(a, b, t)
         rec_a, rec_b = ra[(t, m)], rb[(t, m)]
-        if (rec_a["family"], rec_a["direction"]) != (rec_b["family"], rec_b["direction"]):
+        if (rec_a.family, rec_a.direction) != (rec_b.family, rec_b.direction):
             raise InputError(
                 f"task {t!r}, metric {m!r}: {a.label} has family/direction "
-                f"{rec_a['family']}/{rec_a['direction']}, {b.label} has "
-                f"{rec_b['family']}/{rec_b['direction']}"
+                f"{rec_a.family}/{rec_a.direction}, {b.label} has "
+                f"{rec_b.family}/{rec_b.direction}"
             )
         rows.append(_compare_one(a, b, t, m, rec_a))
-    for row, p in zip(rows, holm([r["p_value"] for r in rows])):
-        _decide(row, p, a, b)
-    return rows
+    return [Compared(**row, **_decide(row, p, a, b))
+            for row, p in zip(rows, holm([r["p_value"] for r in rows]))]
 
 
-def _results(e: Entry, task, metric) -> dict[tuple[str, str], dict]:
+def _results(e: Entry, task, metric) -> dict[tuple[str, str], ResultRecord]:
     """(task, metric) -> one of its records (they share family, direction, settings)."""
-    out: dict[tuple[str, str], dict] = {}
+    out: dict[tuple[str, str], ResultRecord] = {}
     for r in e.results:
-        if matches(r["task"], task) and matches(r["metric"], metric):
-            out.setdefault((r["task"], r["metric"]), r)
+        if matches(r.task, task) and matches(r.metric, metric):
+            out.setdefault((r.task, r.metric), r)
     return out
 
 
@@ -102,8 +99,9 @@ def _pairs(results: dict) -> str:
     return ", ".join(f"{t} {m}" for t, m in sorted(results)) or "nothing"
 
 
-def _compare_one(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
-    if rec.get("aggregation") is not None:
+def _compare_one(a: Entry, b: Entry, task: str, metric: str, rec: ResultRecord) -> dict:
+    """The row's fields before Holm's adjustment over the call's rows (``_decide``)."""
+    if rec.aggregation is not None:
         return _compare_corpus(a, b, task, metric, rec)
     va, vb = a.values(task, metric), b.values(task, metric)
     shared = va.keys() & vb.keys()
@@ -120,7 +118,7 @@ def _compare_one(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
             f"{task!r}, metric {metric!r} ({len(va)} and {len(vb)} per-example "
             "values); a paired comparison needs the same examples"
         )
-    settings = settings_of(rec["estimate"])
+    settings = rec.estimate.settings()
     if len(seeds) > 1:  # seed-aware: the same checkpoints under a and b, rows paired
         d = paired_seed_test(ma, mb, alpha=settings["alpha"])
     else:
@@ -129,7 +127,7 @@ def _compare_one(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
                 means=(math.fsum(xa.values()) / len(xa), math.fsum(xb.values()) / len(xb)))
 
 
-def _compare_corpus(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> dict:
+def _compare_corpus(a: Entry, b: Entry, task: str, metric: str, rec: ResultRecord) -> dict:
     """A corpus-level metric, on the examples both entries scored under every shared
     seed: one seed, approximate randomization over the examples' statistics
     (``faithbench.benchmark.core.stats.paired_corpus_test``); several, ``paired_seed_test`` on
@@ -144,8 +142,9 @@ def _compare_corpus(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> di
             f"entries {a.label} and {b.label} share no examples for task {task!r}, metric "
             f"{metric!r}; a paired comparison needs the same examples"
         )
-    agg = Aggregation.from_dict(rec["aggregation"])
-    settings = settings_of(rec["estimate"])
+    assert rec.aggregation is not None  # a corpus-level metric's record
+    agg = Aggregation.from_dict(rec.aggregation)
+    settings = rec.estimate.settings()
     if len(seeds) > 1:
         d = paired_seed_test(ca, cb, agg, alpha=settings["alpha"])
     else:
@@ -155,15 +154,16 @@ def _compare_corpus(a: Entry, b: Entry, task: str, metric: str, rec: dict) -> di
     return _row(a, b, task, metric, rec, d, seeds, means=(mean_a, mean_b))
 
 
-def _row(a: Entry, b: Entry, task: str, metric: str, rec: dict, d, seeds, *, means) -> dict:
-    scored = max(scored_count([r for r in e.results if (r["task"], r["metric"]) == (task, metric)
-                               and r["model_seed"] in seeds]) for e in (a, b))
+def _row(a: Entry, b: Entry, task: str, metric: str, rec: ResultRecord, d, seeds, *,
+         means) -> dict:
+    scored = max(scored_count([r for r in e.results if (r.task, r.metric) == (task, metric)
+                               and r.model_seed in seeds]) for e in (a, b))
     return {
         "task": task,
-        "family": rec["family"],
+        "family": rec.family,
         "metric": metric,
         "metric_name": short_name(metric),
-        "direction": rec["direction"],
+        "direction": rec.direction,
         "a": a.explainer,
         "b": b.explainer,
         "a_entry": a.entry_id,
@@ -179,21 +179,18 @@ def _row(a: Entry, b: Entry, task: str, metric: str, rec: dict, d, seeds, *, mea
         "ci_high": d.ci_high,
         "ci_method": BOOTSTRAP if len(seeds) == 1 else d.test,
         "p_value": d.p_value,
-        "p_holm": None,  # set by compare, over all its rows
         "test": d.test,
-        "confidence": rec["estimate"].get("confidence", 1 - ALPHA),
-        "better": NO_DIFFERENCE,
-        "better_entry": None,
+        "confidence": rec.estimate.confidence,
     }
 
 
-def _decide(row: dict, p_holm: float, a: Entry, b: Entry) -> None:
-    """Set p_holm, and name a winner where it is below alpha, the CI of the difference
-    excludes zero, and the metric has a side."""
-    row["p_holm"] = p_holm
+def _decide(row: dict, p_holm: float, a: Entry, b: Entry) -> dict:
+    """p_holm, and the winner where it is below alpha, the CI of the difference excludes
+    zero, and the metric has a side."""
     alpha = round(1 - row["confidence"], 12)
     ci_excludes_zero = row["ci_low"] > 0 or row["ci_high"] < 0
     if p_holm < alpha and ci_excludes_zero and row["diff"] != 0 and row["direction"] != "none":
         a_wins = (row["diff"] > 0) == (row["direction"] == "higher")
         winner = a if a_wins else b
-        row["better"], row["better_entry"] = winner.explainer, winner.entry_id
+        return {"p_holm": p_holm, "better": winner.explainer, "better_entry": winner.entry_id}
+    return {"p_holm": p_holm, "better": NO_DIFFERENCE, "better_entry": None}

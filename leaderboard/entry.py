@@ -37,6 +37,7 @@ import tempfile
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -82,7 +83,7 @@ class Entry:
 
     path: Path
     header: dict
-    results: list[dict]
+    results: list[ResultRecord]
     per_example: list[dict]
 
     @property
@@ -138,7 +139,7 @@ def save_entry(
     root,
     *,
     explainer_spec: dict,
-    results: list[dict],
+    results: Sequence[ResultRecord | dict],
     per_example: list[dict],
     notes: str = "",
     submitter: str = "",
@@ -160,8 +161,8 @@ def save_entry(
         "submitter": submitter,
         "notes": notes,
         "created_at": time.time(),
-        "faithbench_versions": sorted({str(p.get("faithbench")) for p in provenance}),
-        "git_commits": sorted({str(p.get("git_commit")) for p in provenance}),
+        "faithbench_versions": sorted({str(p.faithbench) for p in provenance}),
+        "git_commits": sorted({str(p.git_commit) for p in provenance}),
         "suite": suite,
     }
     root = Path(root)
@@ -178,7 +179,7 @@ def save_entry(
         shutil.rmtree(tmp, ignore_errors=True)
     for old in superseded(root, explainer, set(suite), entry_id):
         _remove(old)
-    return Entry(final, header, [r.as_dict() for r in records], rows)
+    return Entry(final, header, records, rows)
 
 
 def superseded(root: Path, explainer: str, tasks: set, keep: str) -> list[Path]:
@@ -268,7 +269,7 @@ def read_entry(folder) -> Entry:
         if not path.is_file():
             raise DataFileError(path, None, None, "missing from the entry folder")
     _check_hashes(folder, header)
-    results, records = [], []
+    records = []
     for line, d in enumerate(read_jsonl(results_path), start=1):
         rec = ResultRecord.from_dict(d, where=f"{results_path}, line {line}")
         if rec.explainer != header["explainer"]:
@@ -282,7 +283,6 @@ def read_entry(folder) -> Entry:
             raise DataFileError(
                 results_path, line, "task", f"{rec.task!r} is not in the header's suite"
             )
-        results.append(rec.as_dict())
         records.append(rec)
     _check_header(folder / "header.json", header, records)
     rows = read_jsonl(rows_path)
@@ -290,8 +290,8 @@ def read_entry(folder) -> Entry:
         for f in ROW_FIELDS:
             if f not in row:
                 raise DataFileError(rows_path, line, f, "missing")
-    check_estimates(rows_path, results, rows)
-    return Entry(folder, header, results, rows)
+    check_estimates(rows_path, records, rows)
+    return Entry(folder, header, records, rows)
 
 
 def _check_hashes(folder: Path, header: dict) -> None:
@@ -326,7 +326,7 @@ def _check_header(path: Path, header: dict, records: list[ResultRecord]) -> None
                              "its explainer and suite", fix)
 
 
-def check_estimates(path: Path, results: list[dict], rows: list[dict]) -> None:
+def check_estimates(path: Path, results: list[ResultRecord], rows: list[dict]) -> None:
     """Every stored estimate's n and mean, recomputed from the per-example rows: the
     mean of the defined values (a corpus-level metric: its aggregation of the summed
     statistics). A record the rows do not reproduce is an IntegrityError."""
@@ -334,8 +334,8 @@ def check_estimates(path: Path, results: list[dict], rows: list[dict]) -> None:
     for row in rows:
         by_unit[(row["task"], row["model_seed"], row["metric"])].append(row)
     for r in results:
-        mine = by_unit.get((r["task"], r["model_seed"], r["metric"]), [])
-        est, agg = r["estimate"], r.get("aggregation")
+        mine = by_unit.get((r.task, r.model_seed, r.metric), [])
+        est, agg = r.estimate, r.aggregation
         if agg is not None:
             stats = np.asarray([row.get("stats", ()) for row in mine], dtype=float)
             n = len(mine)
@@ -343,10 +343,10 @@ def check_estimates(path: Path, results: list[dict], rows: list[dict]) -> None:
         else:
             values = [row["value"] for row in mine if row["value"] is not None]
             n, mean = len(values), math.fsum(values) / len(values) if values else math.nan
-        if n != est["n"] or not math.isclose(mean, est["mean"], rel_tol=1e-9, abs_tol=1e-12):
-            raise IntegrityError(path, f"its rows of {r['task']}, seed {r['model_seed']}, "
-                                 f"{r['metric']} give n = {n}, mean = {mean!r}; the result "
-                                 f"stored n = {est['n']}, mean = {est['mean']!r}",
+        if n != est.n or not math.isclose(mean, est.mean, rel_tol=1e-9, abs_tol=1e-12):
+            raise IntegrityError(path, f"its rows of {r.task}, seed {r.model_seed}, "
+                                 f"{r.metric} give n = {n}, mean = {mean!r}; the result "
+                                 f"stored n = {est.n}, mean = {est.mean!r}",
                                  "rerun the run that wrote it, or remove the entry folder")
 
 

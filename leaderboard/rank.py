@@ -29,14 +29,14 @@ from typing import Any, TypeVar
 from faithbench.benchmark.core.errors import DataFileError, InputError
 from faithbench.benchmark.core.ids import short_name
 from faithbench.benchmark.core.names import DIRECTIONS, FAMILIES
+from faithbench.benchmark.core.records import ResultRecord
 from faithbench.benchmark.core.stats import (
-    ALPHA,
     Aggregation,
     corpus_estimate,
     seed_estimate,
-    settings_of,
 )
 from faithbench.leaderboard.entry import Entry
+from faithbench.leaderboard.rows import Ranked
 from faithbench.leaderboard.suite import require_same_suite
 
 V = TypeVar("V")  # a per-example value: a float, or a corpus metric's statistics
@@ -57,29 +57,26 @@ def rank(
     task: str | None = None,
     metric: str | None = None,
     family: str | None = None,
-) -> list[dict]:
+) -> list[Ranked]:
     """One row per (task, metric, entry), grouped by (family, task, metric), best first.
 
     ``task`` and ``metric`` are canonical ids or short names; ``family`` is
-    "faithfulness" or "plausibility". Rows carry task, family, metric, metric_name,
-    direction, rank, overlaps_above, entry_id, explainer, explainer_name, mean,
-    ci_low, ci_high, ci_method, n, undefined, confidence, model_seeds, n_seeds, seed_sd,
-    seed_min, seed_max (one seed: n_seeds 1, seed_sd 0.0, seed_min = seed_max = mean).
+    "faithfulness" or "plausibility".
     """
     if family is not None and family not in FAMILIES:
         raise InputError(f"unknown family {family!r}; choose from {', '.join(FAMILIES)}")
-    groups: dict[tuple[str, str], list[tuple[Entry, list[dict]]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[tuple[Entry, list[ResultRecord]]]] = defaultdict(list)
     for e in entries:
-        mine: dict[tuple[str, str], list[dict]] = defaultdict(list)
+        mine: dict[tuple[str, str], list[ResultRecord]] = defaultdict(list)
         for r in e.results:
             if (
-                matches(r["task"], task)
-                and matches(r["metric"], metric)
-                and (family is None or r["family"] == family)
+                matches(r.task, task)
+                and matches(r.metric, metric)
+                and (family is None or r.family == family)
             ):
-                mine[(r["task"], r["metric"])].append(r)
+                mine[(r.task, r.metric)].append(r)
         for key, recs in mine.items():
-            groups[key].append((e, sorted(recs, key=lambda r: r["model_seed"])))
+            groups[key].append((e, sorted(recs, key=lambda r: r.model_seed)))
     if not groups:
         _nothing_matched(entries, task, metric, family)
     ranked = []
@@ -94,7 +91,7 @@ def rank(
 
 
 def _group_meta(task: str, metric: str, members) -> tuple[str, str]:
-    seen = {(r["family"], r["direction"]) for _, recs in members for r in recs}
+    seen = {(r.family, r.direction) for _, recs in members for r in recs}
     if len(seen) > 1:
         raise InputError(
             f"results for task {task!r}, metric {metric!r} disagree on family or "
@@ -126,21 +123,17 @@ def seed_matrix(
     return ids, [[values[(s, i)] for i in ids] for s in seeds]
 
 
-def scored_count(recs: list[dict]) -> int:
+def scored_count(recs: list[ResultRecord]) -> int:
     """How many examples the records scored, defined or not (the most of any seed);
-    old records without ``undefined`` defined every example they scored.
-
-    >>> scored_count([{"estimate": {"n": 8, "undefined": 2}}, {"estimate": {"n": 9}}])
-    10
-    """
-    return max(int(r["estimate"]["n"]) + int(r["estimate"].get("undefined", 0)) for r in recs)
+    old records without ``undefined`` defined every example they scored."""
+    return max(r.estimate.n + r.estimate.undefined for r in recs)
 
 
-def _score(e: Entry, task: str, metric: str, recs: list[dict]) -> dict:
-    seeds = [r["model_seed"] for r in recs]
-    est = recs[0]["estimate"]
-    confidence = est.get("confidence", 1 - ALPHA)
-    corpus = recs[0].get("aggregation")
+def _score(e: Entry, task: str, metric: str, recs: list[ResultRecord]) -> dict:
+    seeds = [r.model_seed for r in recs]
+    est = recs[0].estimate
+    confidence = est.confidence
+    corpus = recs[0].aggregation
     source: Mapping[tuple[int, str], Any] = (
         e.stats(task, metric) if corpus is not None else e.values(task, metric))
     if len(recs) == 1:  # the rows in the order they were scored: the stored bootstrap's
@@ -159,9 +152,9 @@ def _score(e: Entry, task: str, metric: str, recs: list[dict]) -> dict:
             f"task {task!r}, metric {metric!r}",
         )
     if corpus is not None:  # (S, N, K) statistics, linearized
-        b = corpus_estimate(matrix, Aggregation.from_dict(corpus), **settings_of(est))
+        b = corpus_estimate(matrix, Aggregation.from_dict(corpus), **est.settings())
     else:
-        b = seed_estimate(matrix, **settings_of(est))
+        b = seed_estimate(matrix, **est.settings())
     mean, lo, hi, n, method = b.mean, b.ci_low, b.ci_high, b.n, b.method
     spread = {
         "n_seeds": b.n_seeds,
@@ -185,7 +178,8 @@ def _score(e: Entry, task: str, metric: str, recs: list[dict]) -> dict:
     }
 
 
-def _order(scored: list[dict], task: str, metric: str, fam: str, direction: str) -> list[dict]:
+def _order(scored: list[dict], task: str, metric: str, fam: str, direction: str
+           ) -> list[Ranked]:
     sign = 1.0 if direction == "lower" else -1.0
     order = sorted(scored, key=lambda s: (sign * s["mean"], s["explainer"], s["entry_id"]))
     rows, prev, current = [], None, 0
@@ -197,18 +191,9 @@ def _order(scored: list[dict], task: str, metric: str, fam: str, direction: str)
         overlaps = (
             prev is not None and s["ci_low"] <= prev["ci_high"] and prev["ci_low"] <= s["ci_high"]
         )
-        rows.append(
-            {
-                "task": task,
-                "family": fam,
-                "metric": metric,
-                "metric_name": short_name(metric),
-                "direction": direction,
-                "rank": current,
-                "overlaps_above": overlaps,
-                **s,
-            }
-        )
+        rows.append(Ranked(task=task, family=fam, metric=metric,
+                           metric_name=short_name(metric), direction=direction, rank=current,
+                           overlaps_above=overlaps, **s))
         prev = s
     return rows
 
@@ -216,8 +201,8 @@ def _order(scored: list[dict], task: str, metric: str, fam: str, direction: str)
 def _nothing_matched(entries: list[Entry], task, metric, family) -> None:
     if not entries:
         raise InputError("no leaderboard entries to rank")
-    tasks = sorted({r["task"] for e in entries for r in e.results})
-    metrics = sorted({r["metric"] for e in entries for r in e.results})
+    tasks = sorted({r.task for e in entries for r in e.results})
+    metrics = sorted({r.metric for e in entries for r in e.results})
     asked = ", ".join(
         f"{k}={v!r}"
         for k, v in (("task", task), ("metric", metric), ("family", family))
@@ -235,11 +220,11 @@ class Matrix:
     task: str
     metrics: list[str]  # column ids, faithfulness first (or as asked)
     order: list[str]  # entry ids, best first by ``sort_key``, then the rest by name
-    cells: dict[tuple[str, str], dict]  # (entry id, metric id) -> its ranked row
+    cells: dict[tuple[str, str], Ranked]  # (entry id, metric id) -> its ranked row
     explainers: dict[str, str]  # entry id -> explainer id
     direction: dict[str, str]  # metric id -> higher | lower
     sort_key: str
-    rows: list[dict]
+    rows: list[Ranked]
 
 
 def matrix(entries: list[Entry], task: str, *, family: str | None = None,
@@ -250,10 +235,10 @@ def matrix(entries: list[Entry], task: str, *, family: str | None = None,
     matches one column, else by the first column. ``metrics`` (canonical ids or short
     names) picks the columns, in that order."""
     rows = rank(entries, task=task, family=family)
-    tasks = sorted({r["task"] for r in rows})
+    tasks = sorted({r.task for r in rows})
     if len(tasks) > 1:
         raise InputError(f"task {task!r} matches {', '.join(tasks)}; give the full task id")
-    present = [m for _, m in sorted({(FAMILIES.index(r["family"]), r["metric"]) for r in rows})]
+    present = [m for _, m in sorted({(FAMILIES.index(r.family), r.metric) for r in rows})]
     columns = present
     if metrics:
         columns = []
@@ -263,7 +248,7 @@ def matrix(entries: list[Entry], task: str, *, family: str | None = None,
                 raise InputError(f"metric {query!r} matches none of {tasks[0]}'s results: "
                                  f"{', '.join(present)}")
             columns += hits
-        rows = [r for r in rows if r["metric"] in columns]
+        rows = [r for r in rows if r.metric in columns]
     preferred = [m for m in columns if prefer is not None and matches(m, prefer)]
     key = preferred[0] if len(preferred) == 1 else columns[0]
     if sort_by is not None:
@@ -272,9 +257,9 @@ def matrix(entries: list[Entry], task: str, *, family: str | None = None,
             raise InputError(f"sort_by {sort_by!r} matches {len(named)} of the metrics of "
                              f"{tasks[0]}: {', '.join(columns)}")
         key = named[0]
-    explainers = {r["entry_id"]: r["explainer"] for r in rows}
-    order = [r["entry_id"] for r in rows if r["metric"] == key]
+    explainers = {r.entry_id: r.explainer for r in rows}
+    order = [r.entry_id for r in rows if r.metric == key]
     order += sorted(explainers.keys() - set(order), key=lambda e: (explainers[e], e))
     return Matrix(task=tasks[0], metrics=columns, order=order,
-                  cells={(r["entry_id"], r["metric"]): r for r in rows}, explainers=explainers,
-                  direction={r["metric"]: r["direction"] for r in rows}, sort_key=key, rows=rows)
+                  cells={(r.entry_id, r.metric): r for r in rows}, explainers=explainers,
+                  direction={r.metric: r.direction for r in rows}, sort_key=key, rows=rows)

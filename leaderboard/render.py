@@ -14,6 +14,7 @@ import csv
 import io
 import re
 from collections import Counter
+from collections.abc import Sequence
 
 from tabulate import tabulate
 
@@ -21,6 +22,7 @@ from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.ids import short_name
 from faithbench.leaderboard.entry import Entry
 from faithbench.leaderboard.rank import matrix
+from faithbench.leaderboard.rows import Compared, Ranked
 
 FORMATS = ("table", "markdown", "csv")
 MARKDOWN = ("github", "pipe")  # the tabulate formats of Markdown tables
@@ -45,25 +47,24 @@ OVERLAP_IS_NO_TEST = (
 )
 SEED_COLS = ("n_seeds", "seed_sd", "seed_min", "seed_max")
 MATRIX_COLS = ("mean", "ci_low", "ci_high", "n", "undefined", *SEED_COLS)
-# rows written before intervals named their method: one seed, a percentile bootstrap
-DEFAULT_METHOD = "percentile bootstrap over examples"
 UNDEFINED_NOTE = ("+k undefined: k examples left out of n and the mean, where the metric "
                   "is undefined (NaN, e.g. a constant score vector) under some seed or "
                   "for either entry.")
 
 
-def n_cell(row: dict) -> str:
+def n_cell(row: Ranked | Compared) -> str:
     """n, and the examples left out as undefined where there are any.
 
-    >>> n_cell({"n": 198, "undefined": 2}), n_cell({"n": 200})
+    >>> from types import SimpleNamespace as Row
+    >>> n_cell(Row(n=198, undefined=2)), n_cell(Row(n=200, undefined=0))
     ('198 (+2 undefined)', '200')
     """
-    k = row.get("undefined", 0)
-    return f"{row['n']} (+{k} undefined)" if k else str(row["n"])
+    k = row.undefined
+    return f"{row.n} (+{k} undefined)" if k else str(row.n)
 
 
-def undefined_note(rows: list[dict]) -> list[str]:
-    return [UNDEFINED_NOTE] if any(r.get("undefined", 0) for r in rows) else []
+def undefined_note(rows: Sequence[Ranked | Compared]) -> list[str]:
+    return [UNDEFINED_NOTE] if any(r.undefined for r in rows) else []
 
 
 def cell(mean: float, low: float, high: float) -> str:
@@ -73,40 +74,42 @@ def cell(mean: float, low: float, high: float) -> str:
     return f"{num(mean)} [{num(low)}, {num(high)}]"
 
 
-def seed_cell(row: dict) -> str:
+def seed_cell(row: Ranked) -> str:
     """A ranked row's cell; with several seeds, the range of the per-seed means after "s".
 
-    >>> seed_cell({"mean": 0.524, "ci_low": 0.508, "ci_high": 0.539, "n_seeds": 3,
-    ...            "seed_min": 0.5112, "seed_max": 0.5306})
+    >>> from types import SimpleNamespace as Row
+    >>> seed_cell(Row(mean=0.524, ci_low=0.508, ci_high=0.539, n_seeds=3, seed_min=0.5112,
+    ...               seed_max=0.5306))
     '0.524 [0.508, 0.539] s 0.511–0.531'
     """
-    text = cell(row["mean"], row["ci_low"], row["ci_high"])
-    if row["n_seeds"] > 1:
-        text += f" s {num(row['seed_min'])}–{num(row['seed_max'])}"
+    text = cell(row.mean, row.ci_low, row.ci_high)
+    if row.n_seeds > 1:
+        text += f" s {num(row.seed_min)}–{num(row.seed_max)}"
     return text
 
 
-def seed_note(rows: list[dict]) -> list[str]:
+def seed_note(rows: Sequence[Ranked]) -> list[str]:
     """The note that explains the seed range and how the CIs with several seeds were
     computed (each row's ``ci_method``), where some row has several seeds.
 
-    >>> print(*seed_note([{"n_seeds": 3, "ci_method": "t over seed means (S-1 df) + "
-    ...                    "example variance"}, {"n_seeds": 1}]))
+    >>> from types import SimpleNamespace as Row
+    >>> print(*seed_note([Row(n_seeds=3, ci_method="t over seed means (S-1 df) + "
+    ...                       "example variance"), Row(n_seeds=1)]))
     CI with several seeds: t over seed means (S-1 df) + example variance; \
 s: range of the per-seed means over 3 seeds
-    >>> seed_note([{"n_seeds": 1}])
+    >>> seed_note([Row(n_seeds=1)])
     []
     """
-    seeded = [r for r in rows if r["n_seeds"] > 1]
+    seeded = [r for r in rows if r.n_seeds > 1]
     if not seeded:
         return []
-    counts = sorted({r["n_seeds"] for r in seeded})
+    counts = sorted({r.n_seeds for r in seeded})
     over = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
-    methods = "; ".join(sorted({r.get("ci_method", DEFAULT_METHOD) for r in seeded}))
+    methods = "; ".join(sorted({r.ci_method for r in seeded}))
     return [f"CI with several seeds: {methods}; s: range of the per-seed means over {over} seeds"]
 
 
-def render_leaderboard(rows: list[dict], fmt: str = "table") -> str:
+def render_leaderboard(rows: list[Ranked], fmt: str = "table") -> str:
     """Rows from ``rank`` as one table, grouped by family, task and metric."""
     _check_fmt(fmt)
     if fmt == "csv":
@@ -130,42 +133,42 @@ def render_leaderboard(rows: list[dict], fmt: str = "table") -> str:
         ]
         body = [
             [
-                r["task"],
-                r["family"],
-                r["metric"],
-                r["direction"],
-                r["rank"],
-                OVERLAP if r["overlaps_above"] else "",
-                r["entry_id"],
-                r["explainer"],
-                r["mean"],
-                r["ci_low"],
-                r["ci_high"],
-                r.get("ci_method", DEFAULT_METHOD),
-                r["n"],
-                r.get("undefined", 0),
-                r["confidence"],
-                *(r[c] for c in SEED_COLS),
+                r.task,
+                r.family,
+                r.metric,
+                r.direction,
+                r.rank,
+                OVERLAP if r.overlaps_above else "",
+                r.entry_id,
+                r.explainer,
+                r.mean,
+                r.ci_low,
+                r.ci_high,
+                r.ci_method,
+                r.n,
+                r.undefined,
+                r.confidence,
+                *(getattr(r, c) for c in SEED_COLS),
             ]
             for r in rows
         ]
         return _csv(cols, body)
-    labels = _metric_labels([r["metric"] for r in rows])
+    labels = _metric_labels([r.metric for r in rows])
     headers = ["task", "family", "metric", "rank", "explainer", f"mean [{_ci(rows)}]", "n"]
     body = [
         [
-            r["task"],
-            r["family"],
-            f"{labels[r['metric']]} {ARROWS[r['direction']]}",
-            f"{r['rank']} {OVERLAP}" if r["overlaps_above"] else str(r["rank"]),
-            r["explainer"],
+            r.task,
+            r.family,
+            f"{labels[r.metric]} {ARROWS[r.direction]}",
+            f"{r.rank} {OVERLAP}" if r.overlaps_above else str(r.rank),
+            r.explainer,
             seed_cell(r),
             n_cell(r),
         ]
         for r in rows
     ]
     notes = []
-    if any(r["overlaps_above"] for r in rows):
+    if any(r.overlaps_above for r in rows):
         notes.append(f"{OVERLAP}: its CI overlaps that of the entry listed just above it.")
     notes += seed_note(rows) + undefined_note(rows) + [OVERLAP_IS_NO_TEST]
     return _text(headers, body, fmt, "lllrllr", notes)
@@ -192,7 +195,7 @@ def render_matrix(
             line = [m.explainers[e], e]
             for c in m.metrics:
                 r = m.cells.get((e, c))
-                line += ([r.get(k, 0) if k == "undefined" else r[k] for k in MATRIX_COLS]
+                line += ([getattr(r, k) for k in MATRIX_COLS]
                          if r else [""] * len(MATRIX_COLS))
             body.append(line)
         return _csv(cols, body)
@@ -200,11 +203,11 @@ def render_matrix(
     heads = {c: f"{labels[c]} {ARROWS[m.direction[c]]}" for c in m.metrics}
     body = []
     for e in m.order:
-        ns = sorted({m.cells[(e, c)]["n"] for c in m.metrics if (e, c) in m.cells})
+        ns = sorted({m.cells[(e, c)].n for c in m.metrics if (e, c) in m.cells})
         n = str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
         body.append([m.explainers[e], n] + [_matrix_cell(m.cells[(e, c)]) if (e, c) in m.cells
                                             else MISSING for c in m.metrics])
-    seeds = " s min–max" if any(r["n_seeds"] > 1 for r in m.rows) else ""
+    seeds = " s min–max" if any(r.n_seeds > 1 for r in m.rows) else ""
     note = (f"{_inline(m.task, fmt)}; sorted by {_inline(heads[m.sort_key], fmt)}; "
             f"cells: mean [{_ci(m.rows)}]{seeds}")
     return _text(["explainer", "n"] + [heads[c] for c in m.metrics], body, fmt,
@@ -212,13 +215,13 @@ def render_matrix(
                  [note, *seed_note(m.rows), *undefined_note(m.rows), OVERLAP_IS_NO_TEST])
 
 
-def _matrix_cell(row: dict) -> str:
+def _matrix_cell(row: Ranked) -> str:
     """A matrix cell: the n column holds every metric's n, so the undefined go here."""
-    k = row.get("undefined", 0)
+    k = row.undefined
     return seed_cell(row) + (f" (+{k} undefined)" if k else "")
 
 
-def render_comparison(rows: list[dict], fmt: str = "table") -> str:
+def render_comparison(rows: list[Compared], fmt: str = "table") -> str:
     """Rows from ``compare``: means of A and B on the shared examples, A − B with CI,
     the raw and the Holm-adjusted p."""
     _check_fmt(fmt)
@@ -246,73 +249,72 @@ def render_comparison(rows: list[dict], fmt: str = "table") -> str:
             "test",
             "better",
         ]
-        return _csv(cols, [[r.get(c, 0) if c == "undefined" else r[c] for c in cols]
+        return _csv(cols, [[getattr(r, c) for c in cols]
                            for r in rows])
-    labels = _metric_labels([r["metric"] for r in rows])
+    labels = _metric_labels([r.metric for r in rows])
     headers = ["task", "metric", "n", "A", "B", f"A − B [{_ci(rows)}]", "p", "p (Holm)", "better"]
     body = [
         [
-            r["task"],
-            f"{labels[r['metric']]} {ARROWS[r['direction']]}",
+            r.task,
+            f"{labels[r.metric]} {ARROWS[r.direction]}",
             n_cell(r),
-            num(r["mean_a"]),
-            num(r["mean_b"]),
-            cell(r["diff"], r["ci_low"], r["ci_high"]),
-            p_value(r["p_value"]),
-            p_value(r["p_holm"]),
-            r["better"],
+            num(r.mean_a),
+            num(r.mean_b),
+            cell(r.diff, r.ci_low, r.ci_high),
+            p_value(r.p_value),
+            p_value(r.p_holm),
+            r.better,
         ]
         for r in rows
     ]
-    pairs = sorted({(r["a"], r["a_entry"], r["b"], r["b_entry"]) for r in rows})
+    pairs = sorted({(r.a, r.a_entry, r.b, r.b_entry) for r in rows})
     notes = [_inline(f"A = {a} (entry {ae}); B = {b} (entry {be})", fmt)
              for a, ae, b, be in pairs]
     notes += [comparison_note(rows), *undefined_note(rows)]
     return _text(headers, body, fmt, "llrrrrrrl", notes)
 
 
-def comparison_note(rows: list[dict]) -> str:
+def comparison_note(rows: list[Compared]) -> str:
     """How the comparison's p-values and intervals were computed.
 
-    >>> print(comparison_note([{"test": "sign-flip exact", "n_seeds": 1,
-    ...                         "confidence": 0.95}] * 2))
+    >>> from types import SimpleNamespace as Row
+    >>> print(comparison_note([Row(test="sign-flip exact", n_seeds=1, confidence=0.95)] * 2))
     p: paired two-sided sign-flip test (exact) of mean(A − B) = 0 on the shared examples
     (conditional on the model checkpoint); p (Holm): Holm–Bonferroni over the 2 rows;
     better: named only where p (Holm) < 0.05 and the CI of A − B excludes 0. CI of A − B:
     bootstrap over examples.
-    >>> print(comparison_note([{"test": "t over seed means (S-1 df) + example variance",
-    ...                         "n_seeds": 3, "confidence": 0.95}]))
+    >>> t = "t over seed means (S-1 df) + example variance"
+    >>> print(comparison_note([Row(test=t, ci_method=t, n_seeds=3, confidence=0.95)]))
     p: with several model seeds, t over seed means (S-1 df) + example variance of the
     (seeds × examples) differences A − B, which also covers retraining (p < alpha exactly
     where its CI excludes 0); p (Holm): Holm–Bonferroni over the 1 row; better: named only
     where p (Holm) < 0.05 and the CI of A − B excludes 0. CI of A − B: t over seed means
     (S-1 df) + example variance (several seeds).
     """
-    flips = [r for r in rows if r["test"].startswith("sign-flip")]
-    swaps = [r for r in rows if r["test"].startswith("swap")]
-    seeded = [r for r in rows if r["n_seeds"] > 1]
-    kinds = sorted({r["test"].removeprefix("sign-flip ") for r in flips})
-    alphas = sorted({round(1 - r["confidence"], 6) for r in rows})
+    flips = [r for r in rows if r.test.startswith("sign-flip")]
+    swaps = [r for r in rows if r.test.startswith("swap")]
+    seeded = [r for r in rows if r.n_seeds > 1]
+    kinds = sorted({r.test.removeprefix("sign-flip ") for r in flips})
+    alphas = sorted({round(1 - r.confidence, 6) for r in rows})
     alpha = f"{alphas[0]:g}" if len(alphas) == 1 else "1 − CI level"
     methods = []
-    if any(r["n_seeds"] == 1 for r in rows):
+    if any(r.n_seeds == 1 for r in rows):
         methods.append("bootstrap over examples")
-    methods += [f"{m} (several seeds)" for m in sorted({r.get("ci_method", r["test"])
-                                                        for r in seeded})]
+    methods += [f"{m} (several seeds)" for m in sorted({r.ci_method for r in seeded})]
     plural = "" if len(rows) == 1 else "s"
     tests = []
     if flips:
         tests.append(f"paired two-sided sign-flip test ({', '.join(kinds)}) of mean(A − B) = 0 "
                      "on the shared examples")
     if swaps:
-        swap_kinds = sorted({r["test"].removeprefix("swap ") for r in swaps})
+        swap_kinds = sorted({r.test.removeprefix("swap ") for r in swaps})
         tests.append(f"{'for corpus-level metrics, ' if flips else ''}approximate "
                      f"randomization ({', '.join(swap_kinds)}): each shared example's statistics "
                      "swapped between A and B, the corpus values re-aggregated")
     one_seed = "; ".join(tests) + " (conditional on the model checkpoint)" if tests else ""
     several = ""
     if seeded:
-        several = (f"with several model seeds, {'; '.join(sorted({r['test'] for r in seeded}))}"
+        several = (f"with several model seeds, {'; '.join(sorted({r.test for r in seeded}))}"
                    " of the (seeds × examples) differences A − B, which also covers retraining "
                    "(p < alpha exactly where its CI excludes 0)")
     return (
@@ -341,8 +343,8 @@ def _metric_labels(metric_ids: list[str]) -> dict[str, str]:
     return {m: short_name(m) if counts[short_name(m)] == 1 else m for m in unique}
 
 
-def _ci(rows: list[dict]) -> str:
-    levels = {round(r["confidence"] * 100, 6) for r in rows}
+def _ci(rows: Sequence[Ranked | Compared]) -> str:
+    levels = {round(r.confidence * 100, 6) for r in rows}
     return f"{levels.pop():g}% CI" if len(levels) == 1 else "CI"
 
 

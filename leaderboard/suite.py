@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 
 from faithbench.benchmark.core.errors import DataFileError, InputError
 from faithbench.benchmark.core.ids import short_name
@@ -26,24 +27,18 @@ ROW_FIELDS = ("task", "model_seed", "metric", "id", "value")
 # the checkpoint of results no model produced (alignments scored from a file): they
 # compare with any entry on the same split and data, whatever its checkpoints
 MODEL_FREE = "model-free"
-ESTIMATE_FIELDS = ("mean", "ci_low", "ci_high", "n")
 
 
-def check_results(results: list[dict]) -> list[ResultRecord]:
+def check_results(results: Sequence[ResultRecord | dict]) -> list[ResultRecord]:
+    """Records (or their dicts, read as records: every required field present, the
+    estimate's, and the provenance's checkpoint and data fingerprint, from which the
+    entry's suite is derived) of one explainer, one per (task, model seed, metric)."""
     if not results:
         raise InputError("write_entry got no result records")
     records, seen = [], set()
     for i, d in enumerate(results):
         where = f"results[{i}]"
-        rec = ResultRecord.from_dict(d, where=where)
-        for f in ESTIMATE_FIELDS:
-            if f not in rec.estimate:
-                raise DataFileError(where, None, f"estimate.{f}", "missing")
-        for f in ("data_fingerprint", "checkpoint"):
-            if f not in rec.provenance:
-                raise DataFileError(
-                    where, None, f"provenance.{f}", "missing; the entry's suite is derived from it"
-                )
+        rec = d if isinstance(d, ResultRecord) else ResultRecord.from_dict(d, where=where)
         if rec.direction not in DIRECTIONS:
             raise DataFileError(
                 where, None, "direction",
@@ -134,16 +129,16 @@ def check_rows(per_example: list[dict], records: list[ResultRecord]) -> list[dic
     for key, rec in wanted.items():
         mine = list(got[key].values())
         what = f"result for task {key[0]!r}, model seed {key[1]}, metric {key[2]!r}"
-        if len(mine) != rec.estimate["n"]:
-            raise InputError(f"{what} has n={rec.estimate['n']} but {len(mine)} per-example rows")
+        if len(mine) != rec.estimate.n:
+            raise InputError(f"{what} has n={rec.estimate.n} but {len(mine)} per-example rows")
         if rec.aggregation is None:
             value, how = math.fsum(r["value"] for r in mine) / len(mine), "rows average"
         else:
             sums = [math.fsum(col) for col in zip(*(r["stats"] for r in mine))]
             value, how = float(Aggregation.from_dict(rec.aggregation)(sums)), "rows' stats aggregate to"
-        if not math.isclose(value, rec.estimate["mean"], rel_tol=1e-9, abs_tol=1e-12):
+        if not math.isclose(value, rec.estimate.mean, rel_tol=1e-9, abs_tol=1e-12):
             raise InputError(
-                f"{what} has mean {rec.estimate['mean']!r} but its per-example {how} {value!r}"
+                f"{what} has mean {rec.estimate.mean!r} but its per-example {how} {value!r}"
             )
     return rows
 
@@ -156,7 +151,7 @@ def _finite_number(value) -> bool:
 def suite_key(record: ResultRecord) -> tuple:
     """What puts a result in a suite: its task, model seed and checkpoint, split, and
     how its examples were chosen (``derive_suite`` describes the suite these make)."""
-    return (record.task, record.model_seed, record.provenance["checkpoint"], record.split,
+    return (record.task, record.model_seed, record.provenance.checkpoint, record.split,
             _examples(record))
 
 
@@ -170,7 +165,7 @@ def derive_suite(records: list[ResultRecord]) -> dict:
     for task, recs in sorted(by_task.items()):
         checkpoints: dict[int, set] = defaultdict(set)
         for r in recs:
-            checkpoints[r.model_seed].add(r.provenance["checkpoint"])
+            checkpoints[r.model_seed].add(r.provenance.checkpoint)
         for seed, found in checkpoints.items():
             if len(found) > 1:
                 raise InputError(
@@ -183,9 +178,9 @@ def derive_suite(records: list[ResultRecord]) -> dict:
             "model_seeds": seeds,
             "checkpoints": [next(iter(checkpoints[s])) for s in seeds],
             "data_fingerprint": _only(
-                task, "data_fingerprint", {r.provenance["data_fingerprint"] for r in recs}
+                task, "data_fingerprint", {r.provenance.data_fingerprint for r in recs}
             ),
-            "n": max(int(r.estimate["n"]) + int(r.estimate.get("undefined", 0)) for r in recs),
+            "n": max(r.estimate.n + r.estimate.undefined for r in recs),
         }
         chosen = {_examples(r) for r in recs}
         if chosen != {None}:
@@ -210,7 +205,7 @@ def selection_label(run: dict) -> str:
 def _examples(record: ResultRecord) -> str | None:
     """How the record's run chose the examples of its split (``selection_label``);
     None where the record does not say (no run configuration: scored from a file)."""
-    run = record.provenance.get("config", {}).get("run")
+    run = record.provenance.run_options()
     return None if run is None else selection_label(run)
 
 

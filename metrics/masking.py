@@ -178,3 +178,7 @@ class MaskPattern:
 def _pattern(example: Example, masked: set[int]) -> Example:
     tokens = tuple(UNK if i in masked else KEPT for i in range(len(example.tokens)))
     return dataclasses.replace(example, tokens=tokens)
+
+
+# every mask a ROAR sweep trains on (each a ``faithbench.api.DataTransform``)
+Mask = TopKMask | RandomMask | RecursiveMask | MaskPattern

@@ -22,6 +22,7 @@ from faithbench.benchmark.core.api import (
     PAIR_CLASSIFICATION,
     MetricOutput,
     MetricSpec,
+    TrainingInput,
 )
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.retrain import point
@@ -36,7 +37,7 @@ MASKS = ("explainer", "random")
 class Roar:
     spec: MetricSpec
 
-    def evaluate(self, inp) -> MetricOutput:
+    def evaluate(self, inp: TrainingInput) -> MetricOutput:
         params = dict(self.spec.params)
         ratio, mask = float(params["ratio"]), params["mask"]
         if mask not in MASKS:

@@ -172,16 +172,16 @@ def test_run_writes_alignment_results_the_leaderboard_ranks(tmp_path, shared_dat
     assert summary.exit_code == 0, summary.failures
     records = read_results(tmp_path / "results.jsonl")
     aer = [r for r in records if r.metric.startswith("aer")]
-    assert len(aer) == 2 and all(r.estimate["n"] == 6 for r in aer)
+    assert len(aer) == 2 and all(r.estimate.n == 6 for r in aer)
     rows = read_jsonl(tmp_path / aer[0].per_example_file)
     assert [r["id"] for r in rows] == [p.id for p in ready.gold["test"][:6]]
     flips = [r for r in records if r.metric.startswith("flip_rate")]
-    assert all(r.estimate["n"] == sum(len(p.tgt) for p in ready.gold["test"][:6]) for r in flips)
+    assert all(r.estimate.n == sum(len(p.tgt) for p in ready.gold["test"][:6]) for r in flips)
     entries = read_entries(tmp_path / "leaderboard")
     ranked = rank(entries, metric="aer")
-    assert {r["explainer_name"] for r in ranked} == {"attention", "random"}
+    assert {r.explainer_name for r in ranked} == {"attention", "random"}
     [row] = compare(*entries, metric="aer")
-    assert row["n"] == 6 and row["test"] == "swap exact"
+    assert row.n == 6 and row.test == "swap exact"
 
 
 @pytest.fixture
@@ -393,12 +393,12 @@ def test_submitted_alignments_rank_and_compare_beside_explainers(tmp_path, share
         MODEL_FREE]
     totals = np.sum([link_counts(diagonal_links(len(p.src), len(p.tgt)), p.sure, p.possible)
                      for p in ready.gold["test"][:6]], axis=0)
-    ranked = {r["explainer_name"]: r for r in rank(list(entries.values()), metric="aer")}
-    assert ranked["diagonal"]["mean"] == pytest.approx(
+    ranked = {r.explainer_name: r for r in rank(list(entries.values()), metric="aer")}
+    assert ranked["diagonal"].mean == pytest.approx(
         1 - (totals[0] + totals[1]) / (totals[2] + totals[3]), abs=1e-12)
-    assert ranked["diagonal"]["metric"] == ranked["attention"]["metric"] == "aer@1"
+    assert ranked["diagonal"].metric == ranked["attention"].metric == "aer@1"
     [row] = compare(entries["attention"], entries["diagonal"], metric="aer")
-    assert row["n"] == 6
+    assert row.n == 6
 
 
 # ---------------------------------------------------------------- a user's own language pair

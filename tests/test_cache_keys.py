@@ -83,7 +83,7 @@ def test_a_rerun_after_the_test_file_changed_explains_the_new_sentences(tmp_path
     fresh = run(RunConfig(**{**config.as_dict(), "out": str(tmp_path / "fresh")}))
     [old, new] = read_results(tmp_path / "out" / "results.jsonl")
     [want] = read_results(tmp_path / "fresh" / "results.jsonl")
-    assert old.provenance["checkpoint"] == new.provenance["checkpoint"]
+    assert old.provenance.checkpoint == new.provenance.checkpoint
     assert per_example(tmp_path / "out", new) == per_example(tmp_path / "fresh", want)
     assert per_example(tmp_path / "out", new) != per_example(tmp_path / "out", old)
     assert fresh.computed == 1

@@ -120,8 +120,8 @@ def test_micro_f1_record_is_the_pooled_count(micro_run, synthetic_ready):
                                  "numerator": [2.0, 0.0, 0.0], "denominator": [0.0, 1.0, 1.0],
                                  "offset": 0.0, "scale": 1.0}
         name = r.explainer.split("[")[0].split("@")[0]
-        key = unit_key(r.provenance["checkpoint"], r.explainer, "explanations", "test", 24,
-                       seed=r.model_seed, data=r.provenance["data_fingerprint"])
+        key = unit_key(r.provenance.checkpoint, r.explainer, "explanations", "test", 24,
+                       seed=r.model_seed, data=r.provenance.data_fingerprint)
         path = micro_run / "explanations" / f"synthetic-{name}-{key}.jsonl"
         cached = {row["id"]: row["scores"] for row in read_jsonl(path)}
         hits = picked = marked = 0
@@ -132,30 +132,30 @@ def test_micro_f1_record_is_the_pooled_count(micro_run, synthetic_ready):
             hits += sum(e.reference[i] for i in top)
             picked += k
             marked += sum(e.reference)
-        assert r.estimate["mean"] == pytest.approx(2 * hits / (picked + marked), abs=1e-12)
+        assert r.estimate.mean == pytest.approx(2 * hits / (picked + marked), abs=1e-12)
         rows = read_jsonl(micro_run / r.per_example_file)
         assert sum(row["stats"][0] for row in rows) == hits
-        assert r.estimate["ci_low"] < r.estimate["mean"] < r.estimate["ci_high"]
+        assert r.estimate.ci_low < r.estimate.mean < r.estimate.ci_high
 
 
 def test_leaderboard_ranks_and_compares_a_corpus_metric(micro_run):
     entries = read_entries(micro_run / "leaderboard")
     rows = [r for r in rank(entries, metric="token_f1_micro")]
-    assert [r["explainer_name"] for r in rows] == ["occlusion", "random"]
-    records = {(r.explainer, r.model_seed): r.estimate["mean"]
+    assert [r.explainer_name for r in rows] == ["occlusion", "random"]
+    records = {(r.explainer, r.model_seed): r.estimate.mean
                for r in read_results(micro_run / "results.jsonl")
                if r.metric.startswith("token_f1_micro")}
     for row in rows:  # two seeds: the mean of the two per-seed corpus values
-        per_seed = [records[(row["explainer"], s)] for s in (0, 1)]
-        assert row["mean"] == pytest.approx(sum(per_seed) / 2, abs=1e-12)
-        assert (row["seed_min"], row["seed_max"]) == pytest.approx(
+        per_seed = [records[(row.explainer, s)] for s in (0, 1)]
+        assert row.mean == pytest.approx(sum(per_seed) / 2, abs=1e-12)
+        assert (row.seed_min, row.seed_max) == pytest.approx(
             (min(per_seed), max(per_seed)), abs=1e-12)
     occlusion, random = (next(e for e in entries if e.name == n) for n in ("occlusion", "random"))
     [row] = compare(occlusion, random, metric="token_f1_micro")
     # two seeds: the seed-aware t over the linearized statistics, not the swap test
-    assert (row["test"], row["n"], row["n_seeds"]) == (SEED_T, 24, 2)
-    assert row["mean_a"] == pytest.approx(rows[0]["mean"], abs=1e-12)
-    assert row["better"] == occlusion.explainer  # planted words vs a random order
+    assert (row.test, row.n, row.n_seeds) == (SEED_T, 24, 2)
+    assert row.mean_a == pytest.approx(rows[0].mean, abs=1e-12)
+    assert row.better == occlusion.explainer  # planted words vs a random order
 
 
 def test_an_entry_whose_stats_do_not_give_its_value_is_refused(micro_run, tmp_path):

@@ -183,3 +183,69 @@ def test_unit_and_model_keys_of_synthetic_seed_0(synthetic_ready):
         "explanations key": unit_key("e45ab4a4af31c849", "gradient[norm=l2]@1", "explanations",
                                      "test", 20, **args),
     })
+
+
+# -- JSON Schemas, exported from the types that write the files --------------------------
+
+SCHEMAS = Path(__file__).parents[1] / "docs" / "schemas"
+
+
+def validator(name: str):
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in the dev extra")
+    schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_the_committed_schemas_are_the_types_export():
+    pytest.importorskip("pydantic", reason="pydantic is in the dev extra")
+    from faithbench.schemas import TYPES, schema
+
+    assert sorted(p.name for p in SCHEMAS.glob("*.json")) == sorted(
+        f"{name}.schema.json" for name in TYPES)
+    for name in TYPES:
+        committed = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+        assert committed == schema(name), (
+            f"docs/schemas/{name}.schema.json is stale: python -m faithbench.schemas docs/schemas")
+
+
+def test_a_runs_files_and_rows_validate_against_the_schemas(small_run):
+    from faithbench.leaderboard import compare, rank, read_entries
+
+    out, _ = small_run
+    files = {"result": jsonl(out / "results.jsonl"), "failure": jsonl(out / "failures.jsonl"),
+             "roar_row": jsonl(out / "roar" / "rows.jsonl")}
+    entries = read_entries(out / "leaderboard")
+    files["result"] += [row for e in entries for row in jsonl(e.path / "results.jsonl")]
+    files["ranked"] = [r.as_dict() for r in rank(entries)]
+    files["compared"] = [r.as_dict() for r in compare(*entries[:2])]
+    for name, rows in files.items():
+        assert rows, name
+        check = validator(name)
+        for row in rows:
+            check.validate(row)
+    # the schemas are not vacuous: what a reader refuses, they refuse
+    record = files["result"][0]
+    for broken in ({**record, "estimate": {**record["estimate"], "n": "24"}},
+                   {k: v for k, v in record.items() if k != "provenance"},
+                   {**record, "provenance": {k: v for k, v in record["provenance"].items()
+                                             if k != "checkpoint"}}):
+        assert not validator("result").is_valid(broken)
+    roar = files["roar_row"][0]
+    assert not validator("roar_row").is_valid({**roar, "correct": [0.5]})
+
+
+def test_typed_records_write_todays_json(small_run):
+    """Read into the types and written back, every line of a run is byte-for-byte the
+    line on disk (sorted keys, as the files are written)."""
+    from faithbench.benchmark.core.records import FailureRecord, ResultRecord, RoarRow
+
+    out, _ = small_run
+
+    def same(path, read):
+        for line in path.read_text().splitlines():
+            d = json.loads(line)
+            assert json.dumps(read(d).as_dict(), sort_keys=True) == json.dumps(d, sort_keys=True)
+
+    same(out / "results.jsonl", ResultRecord.from_dict)
+    same(out / "failures.jsonl", lambda d: FailureRecord(**d))
+    same(out / "roar" / "rows.jsonl", RoarRow.from_dict)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import faithbench.benchmark.session as session_module
+import faithbench.benchmark.explanations as explanations_module
 from faithbench.benchmark.cli import main
 from faithbench.benchmark.core.errors import IntegrityError
 from faithbench.benchmark.core.files import content_hash, file_hash
@@ -27,6 +27,7 @@ from faithbench.benchmark.session import Explained, open_session
 from faithbench.leaderboard.entry import read_entries
 from faithbench.leaderboard.rank import rank
 from faithbench.leaderboard.render import render_comparison, render_leaderboard
+from faithbench.leaderboard.rows import Compared, Ranked
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 FAST = {"limit": 24, "batch_size": 8, "progress": False}
@@ -128,7 +129,7 @@ def test_a_cache_write_killed_before_its_hash_is_explained_again(tmp_path, synth
     def killed(path, write):
         raise OSError("killed")
 
-    monkeypatch.setattr(session_module, "atomic_write", killed)
+    monkeypatch.setattr(explanations_module, "atomic_write", killed)
     with pytest.raises(OSError, match="killed"):
         session.store(explainer, Explained([[-s for s in r] for r in want.scores],
                                            want.targets, 0.0))
@@ -157,12 +158,12 @@ def _reseal(folder: Path) -> None:
 
 def test_an_untouched_entry_reads_and_ranks_as_written(entry):
     (e,) = read_entries(entry.parent)
-    ranked = {r["metric"]: r for r in rank([e])}
+    ranked = {r.metric: r for r in rank([e])}
     for rec in e.results:
-        est = rec["estimate"]
-        got = ranked[rec["metric"]]
-        assert (got["mean"], got["ci_low"], got["ci_high"], got["n"]) == \
-            (est["mean"], est["ci_low"], est["ci_high"], est["n"])
+        est = rec.estimate
+        got = ranked[rec.metric]
+        assert (got.mean, got.ci_low, got.ci_high, got.n) == \
+            (est.mean, est.ci_low, est.ci_high, est.n)
 
 
 @pytest.mark.parametrize("reseal", [False, True])
@@ -191,7 +192,7 @@ def test_an_edited_estimate_is_refused_or_ignored(entry):
     since rankings recompute intervals from the rows (before: one seed showed the stored
     estimate as it was)."""
     (e,) = read_entries(entry.parent)
-    want = {r["metric"]: r for r in rank([e])}
+    want = {r.metric: r for r in rank([e])}
     results = read_jsonl(entry / "results.jsonl")
     edited = [{**r, "estimate": {**r["estimate"], "ci_low": 0.9, "ci_high": 0.99}}
               for r in results]
@@ -199,8 +200,8 @@ def test_an_edited_estimate_is_refused_or_ignored(entry):
     _reseal(entry)
     (e,) = read_entries(entry.parent)
     for row in rank([e]):
-        assert (row["ci_low"], row["ci_high"]) == (want[row["metric"]]["ci_low"],
-                                                   want[row["metric"]]["ci_high"])
+        assert (row.ci_low, row.ci_high) == (want[row.metric].ci_low,
+                                                   want[row.metric].ci_high)
     edited = [{**r, "estimate": {**r["estimate"], "mean": 0.99}} for r in results]
     write_jsonl_atomic(entry / "results.jsonl", edited)
     _reseal(entry)
@@ -258,9 +259,10 @@ def gfm_cells(line: str) -> int:
 def _rows():
     base = {"task": "t@1", "family": "faithfulness", "metric": "m@1", "direction": "higher",
             "overlaps_above": False, "n": 3, "undefined": 0, "confidence": 0.95, "n_seeds": 1,
-            "seed_sd": 0.0, "seed_min": 0.5, "seed_max": 0.5, "ci_method": "bootstrap"}
-    return [{**base, "rank": i + 1, "entry_id": f"e{i}", "explainer": name, "mean": 0.5,
-             "ci_low": 0.4, "ci_high": 0.6} for i, name in enumerate(HOSTILE_NAMES)]
+            "seed_sd": 0.0, "seed_min": 0.5, "seed_max": 0.5, "ci_method": "bootstrap",
+            "metric_name": "m", "model_seeds": [0]}
+    return [Ranked(**base, rank=i + 1, entry_id=f"e{i}", explainer=name, explainer_name=name,
+                   mean=0.5, ci_low=0.4, ci_high=0.6) for i, name in enumerate(HOSTILE_NAMES)]
 
 
 def test_no_name_changes_a_tables_shape():
@@ -283,9 +285,11 @@ def test_no_name_adds_a_line_to_a_comparisons_notes():
            "a_entry": "e1", "b_entry": "e2", "n": 3, "undefined": 0, "mean_a": 0.5,
            "mean_b": 0.4, "diff": 0.1, "ci_low": 0.05, "ci_high": 0.15, "ci_method": "bootstrap",
            "n_seeds": 1, "p_value": 0.01, "p_holm": 0.01, "test": "sign-flip exact",
-           "better": "a", "confidence": 0.95}
+           "better": "a", "confidence": 0.95, "metric_name": "m", "model_seeds": [0],
+           "better_entry": "e1"}
     for fmt in ("markdown", "table"):
-        plain = render_comparison([{**row, "a": "a", "b": "b"}], fmt).splitlines()
-        hostile = render_comparison([{**row, "a": "a\n# x", "b": "<b>b</b>"}], fmt).splitlines()
+        plain = render_comparison([Compared(**row, a="a", b="b")], fmt).splitlines()
+        hostile = render_comparison([Compared(**row, a="a\n# x", b="<b>b</b>")],
+                                    fmt).splitlines()
         assert len(hostile) == len(plain) and not any(line.startswith("#") for line in hostile)
         assert fmt != "markdown" or "<b>" not in "".join(hostile)

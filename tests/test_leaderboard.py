@@ -30,6 +30,7 @@ from faithbench.leaderboard import (
 )
 from faithbench.leaderboard.compare import NO_DIFFERENCE
 from faithbench.leaderboard.render import OVERLAP_IS_NO_TEST
+from faithbench.leaderboard.rows import Ranked
 
 TASK = "sentiment@1"
 COMP = "comprehensiveness[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil]@1"
@@ -157,7 +158,7 @@ def board(tmp_path):
 
 def test_rank_orders_by_direction_with_ties_and_overlap_marker(board):
     rows = rank(read_entries(board))
-    got = [(r["metric"], r["explainer"], r["rank"], r["overlaps_above"]) for r in rows]
+    got = [(r.metric, r.explainer, r.rank, r.overlaps_above) for r in rows]
     assert got == [
         (COMP, ATT, 1, False),
         (COMP, GRAD, 1, True),
@@ -168,23 +169,23 @@ def test_rank_orders_by_direction_with_ties_and_overlap_marker(board):
         (F1, ATT, 1, False),
         (F1, GRAD, 2, False),
     ]
-    by = {(r["metric"], r["explainer"]): r for r in rows}
-    assert by[(COMP, ATT)]["mean"] == 0.625 and by[(SUFF, GRAD)]["mean"] == 0.1875
+    by = {(r.metric, r.explainer): r for r in rows}
+    assert by[(COMP, ATT)].mean == 0.625 and by[(SUFF, GRAD)].mean == 0.1875
     # the interval is the bootstrap of the rows, not the (0.14, 0.24) the record claims
     want = bootstrap([0.25, 0.125, 0.25, 0.125])
-    assert (by[(SUFF, GRAD)]["ci_low"], by[(SUFF, GRAD)]["ci_high"]) == (want.ci_low, want.ci_high)
-    assert by[(SUFF, GRAD)]["n"] == 4 and by[(SUFF, GRAD)]["model_seeds"] == [0]
-    one_seed = {k: by[(SUFF, GRAD)][k] for k in ("n_seeds", "seed_sd", "seed_min", "seed_max")}
+    assert (by[(SUFF, GRAD)].ci_low, by[(SUFF, GRAD)].ci_high) == (want.ci_low, want.ci_high)
+    assert by[(SUFF, GRAD)].n == 4 and by[(SUFF, GRAD)].model_seeds == [0]
+    one_seed = {k: getattr(by[(SUFF, GRAD)], k) for k in ("n_seeds", "seed_sd", "seed_min", "seed_max")}
     assert one_seed == {"n_seeds": 1, "seed_sd": 0.0, "seed_min": 0.1875, "seed_max": 0.1875}
-    assert [r["family"] for r in rows] == ["faithfulness"] * 6 + ["plausibility"] * 2
+    assert [r.family for r in rows] == ["faithfulness"] * 6 + ["plausibility"] * 2
 
 
 def test_rank_filters_by_metric_name_id_task_and_family(board):
     entries = read_entries(board)
-    assert [r["explainer"] for r in rank(entries, metric="sufficiency")] == [OCC, GRAD, ATT]
+    assert [r.explainer for r in rank(entries, metric="sufficiency")] == [OCC, GRAD, ATT]
     assert rank(entries, metric=SUFF) == rank(entries, metric="sufficiency")
     plaus = rank(entries, family="plausibility")
-    assert [(r["metric"], r["explainer"]) for r in plaus] == [(F1, ATT), (F1, GRAD)]
+    assert [(r.metric, r.explainer) for r in plaus] == [(F1, ATT), (F1, GRAD)]
     assert len(rank(entries, task="sentiment", family="faithfulness")) == 6
     with pytest.raises(InputError, match="no results match metric='aopc_morf'.*sufficiency"):
         rank(entries, metric="aopc_morf")
@@ -204,9 +205,9 @@ def test_rank_ci_over_seeds_and_examples(tmp_path):
     # seed 0: ex0..ex2 = 1, 2, 3; seed 1: 3, 4, 5 and an ex3 seed 0 lacks -> left out.
     e = seeded_entry(tmp_path, ATT, {0: [1.0, 2.0, 3.0], 1: [3.0, 4.0, 5.0, 9.0]})
     (row,) = rank([e])
-    assert (row["mean"], row["n"], row["model_seeds"]) == (3.0, 3, [0, 1])
+    assert (row.mean, row.n, row.model_seeds) == (3.0, 3, [0, 1])
     # per-seed means 2 and 4: sd sqrt(((2 - 3)^2 + (4 - 3)^2) / 1)
-    assert (row["n_seeds"], row["seed_sd"], row["seed_min"], row["seed_max"]) == (
+    assert (row.n_seeds, row.seed_sd, row.seed_min, row.seed_max) == (
         2,
         math.sqrt(2),
         2.0,
@@ -215,8 +216,8 @@ def test_rank_ci_over_seeds_and_examples(tmp_path):
     # t over the seed means: v_seed = var(2, 4) / 2 = 1 on 1 df; the example means 2, 3, 4
     # (variance 1, no interaction) add v_example = 1/3 on 2 df; t tables 12.706, 4.303
     half = math.hypot(12.706204736174698, 4.302652729749464 / math.sqrt(3))
-    assert (row["ci_low"], row["ci_high"]) == pytest.approx((3.0 - half, 3.0 + half), abs=1e-12)
-    assert (row["ci_method"], row["undefined"]) == (SEED_T, 1)  # ex3 counted, not compared
+    assert (row.ci_low, row.ci_high) == pytest.approx((3.0 - half, 3.0 + half), abs=1e-12)
+    assert (row.ci_method, row.undefined) == (SEED_T, 1)  # ex3 counted, not compared
 
 
 def test_rank_ci_covers_seeds_that_disagree(tmp_path):
@@ -227,7 +228,7 @@ def test_rank_ci_covers_seeds_that_disagree(tmp_path):
     e = seeded_entry(tmp_path, ATT, {0: [0.0] * 4, 1: [1.0] * 4})
     (row,) = rank([e])
     half = 12.706204736174698 * 0.5
-    assert (row["mean"], row["ci_low"], row["ci_high"]) == pytest.approx((0.5, 0.5 - half,
+    assert (row.mean, row.ci_low, row.ci_high) == pytest.approx((0.5, 0.5 - half,
                                                                           0.5 + half))
     assert (bootstrap([0.5] * 4).ci_low, bootstrap([0.5] * 4).ci_high) == (0.5, 0.5)
 
@@ -247,9 +248,9 @@ def test_compare_identical_values_gives_zero_and_p_one(tmp_path):
     a = make_entry(tmp_path, ATT, {COMP: values})
     b = make_entry(tmp_path, GRAD, {COMP: values})
     (row,) = compare(a, b)
-    assert (row["diff"], row["p_value"], row["p_holm"], row["n"]) == (0.0, 1.0, 1.0, 50)
-    assert row["test"] == "sign-flip monte carlo"  # 2^50 patterns: 2000 drawn
-    assert row["better"] == NO_DIFFERENCE and row["better_entry"] is None
+    assert (row.diff, row.p_value, row.p_holm, row.n) == (0.0, 1.0, 1.0, 50)
+    assert row.test == "sign-flip monte carlo"  # 2^50 patterns: 2000 drawn
+    assert row.better == NO_DIFFERENCE and row.better_entry is None
 
 
 def test_compare_constant_shift_is_significant_in_the_metric_direction(tmp_path):
@@ -257,22 +258,22 @@ def test_compare_constant_shift_is_significant_in_the_metric_direction(tmp_path)
     shifted = [v + 0.5 for v in base]
     a = make_entry(tmp_path, ATT, {COMP: shifted, SUFF: shifted})
     b = make_entry(tmp_path, GRAD, {COMP: base, SUFF: base})
-    rows = {r["metric"]: r for r in compare(a, b)}
+    rows = {r.metric: r for r in compare(a, b)}
     for r in rows.values():
-        assert r["diff"] == 0.5 and r["n"] == 200
-        assert r["ci_low"] <= 0.5 <= r["ci_high"] and r["ci_low"] > 0
+        assert r.diff == 0.5 and r.n == 200
+        assert r.ci_low <= 0.5 <= r.ci_high and r.ci_low > 0
         # only the all-plus and all-minus of 2^200 sign patterns reach |0.5|; none of the
         # 2000 drawn does: p = (0 + 1) / 2001, and Holm over the 2 rows doubles it
-        assert (r["p_value"], r["p_holm"], r["test"]) == (
+        assert (r.p_value, r.p_holm, r.test) == (
             1 / 2001,
             2 / 2001,
             "sign-flip monte carlo",
         )
-        assert r["mean_a"] - r["mean_b"] == 0.5
-        assert (r["n_seeds"], r["ci_method"]) == (1, "percentile bootstrap over examples")
-    assert rows[COMP]["better"] == ATT and rows[COMP]["better_entry"] == a.entry_id
-    assert rows[SUFF]["better"] == GRAD  # lower sufficiency is better: b wins
-    assert [r["metric"] for r in compare(a, b, metric="sufficiency")] == [SUFF]
+        assert r.mean_a - r.mean_b == 0.5
+        assert (r.n_seeds, r.ci_method) == (1, "percentile bootstrap over examples")
+    assert rows[COMP].better == ATT and rows[COMP].better_entry == a.entry_id
+    assert rows[SUFF].better == GRAD  # lower sufficiency is better: b wins
+    assert [r.metric for r in compare(a, b, metric="sufficiency")] == [SUFF]
 
 
 def test_compare_one_example_names_no_winner(tmp_path):
@@ -280,9 +281,9 @@ def test_compare_one_example_names_no_winner(tmp_path):
     a = make_entry(tmp_path, ATT, {COMP: [0.875]})
     b = make_entry(tmp_path, GRAD, {COMP: [0.125]})
     (row,) = compare(a, b)
-    assert (row["diff"], row["n"], row["p_value"], row["p_holm"]) == (0.75, 1, 1.0, 1.0)
-    assert row["test"] == "sign-flip exact"
-    assert row["better"] == NO_DIFFERENCE and row["better_entry"] is None
+    assert (row.diff, row.n, row.p_value, row.p_holm) == (0.75, 1, 1.0, 1.0)
+    assert row.test == "sign-flip exact"
+    assert row.better == NO_DIFFERENCE and row.better_entry is None
 
 
 def test_compare_exact_p_on_three_examples(tmp_path):
@@ -290,7 +291,7 @@ def test_compare_exact_p_on_three_examples(tmp_path):
     a = make_entry(tmp_path, ATT, {COMP: [0.5, 0.75, 1.0]})
     b = make_entry(tmp_path, GRAD, {COMP: [0.25, 0.25, 0.25]})
     (row,) = compare(a, b)
-    assert (row["diff"], row["p_value"], row["test"]) == (0.5, 0.25, "sign-flip exact")
+    assert (row.diff, row.p_value, row.test) == (0.5, 0.25, "sign-flip exact")
 
 
 def test_compare_holm_keeps_a_raw_p_below_alpha_from_naming_a_winner(tmp_path):
@@ -298,13 +299,13 @@ def test_compare_holm_keeps_a_raw_p_below_alpha_from_naming_a_winner(tmp_path):
     # sufficiency: d = 0, p = 1. Holm over the 2 rows: 2 * 0.03125 = 0.0625, then 1.
     a = make_entry(tmp_path, ATT, {COMP: [0.75] * 6, SUFF: [0.5] * 6})
     b = make_entry(tmp_path, GRAD, {COMP: [0.5] * 6, SUFF: [0.5] * 6})
-    rows = {r["metric"]: r for r in compare(a, b)}
-    assert (rows[COMP]["p_value"], rows[COMP]["p_holm"]) == (0.03125, 0.0625)
-    assert (rows[SUFF]["p_value"], rows[SUFF]["p_holm"]) == (1.0, 1.0)
-    assert rows[COMP]["better"] == NO_DIFFERENCE and rows[SUFF]["better"] == NO_DIFFERENCE
+    rows = {r.metric: r for r in compare(a, b)}
+    assert (rows[COMP].p_value, rows[COMP].p_holm) == (0.03125, 0.0625)
+    assert (rows[SUFF].p_value, rows[SUFF].p_holm) == (1.0, 1.0)
+    assert rows[COMP].better == NO_DIFFERENCE and rows[SUFF].better == NO_DIFFERENCE
     # alone in its call, the same comparison is a family of one: p_holm = p < 0.05
     (alone,) = compare(a, b, metric="comprehensiveness")
-    assert (alone["p_holm"], alone["better"], alone["better_entry"]) == (0.03125, ATT, a.entry_id)
+    assert (alone.p_holm, alone.better, alone.better_entry) == (0.03125, ATT, a.entry_id)
 
 
 def test_compare_with_seeds_is_a_t_over_seeds_and_examples(tmp_path):
@@ -314,11 +315,11 @@ def test_compare_with_seeds_is_a_t_over_seeds_and_examples(tmp_path):
     a = seeded_entry(tmp_path, ATT, {0: [0.5] * 4, 1: [1.5] * 4})
     b = seeded_entry(tmp_path, GRAD, {0: [0.5] * 4, 1: [0.5] * 4})
     (row,) = compare(a, b)
-    assert (row["diff"], row["n"], row["model_seeds"], row["n_seeds"]) == (0.5, 4, [0, 1], 2)
+    assert (row.diff, row.n, row.model_seeds, row.n_seeds) == (0.5, 4, [0, 1], 2)
     half = 12.706204736174698 * 0.5
-    assert (row["ci_low"], row["ci_high"]) == pytest.approx((0.5 - half, 0.5 + half))
-    assert row["ci_method"] == row["test"] == SEED_T
-    assert (row["p_value"], row["better"]) == (pytest.approx(0.5, abs=1e-9), NO_DIFFERENCE)
+    assert (row.ci_low, row.ci_high) == pytest.approx((0.5 - half, 0.5 + half))
+    assert row.ci_method == row.test == SEED_T
+    assert (row.p_value, row.better) == (pytest.approx(0.5, abs=1e-9), NO_DIFFERENCE)
 
 
 def test_compare_names_no_winner_when_the_seeds_disagree(tmp_path):
@@ -330,8 +331,8 @@ def test_compare_names_no_winner_when_the_seeds_disagree(tmp_path):
     a = seeded_entry(tmp_path, ATT, {0: [1.5] * 12, 1: [0.2] * 12})
     b = seeded_entry(tmp_path, GRAD, {0: [0.5] * 12, 1: [1.0] * 12})
     (row,) = compare(a, b)
-    assert row["p_holm"] == row["p_value"] == pytest.approx(1 - 2 * math.atan(1 / 9) / math.pi)
-    assert row["ci_low"] < 0 < row["ci_high"] and row["better"] == NO_DIFFERENCE
+    assert row.p_holm == row.p_value == pytest.approx(1 - 2 * math.atan(1 / 9) / math.pi)
+    assert row.ci_low < 0 < row.ci_high and row.better == NO_DIFFERENCE
 
 
 def test_compare_uses_only_shared_examples(tmp_path):
@@ -339,7 +340,7 @@ def test_compare_uses_only_shared_examples(tmp_path):
     # b scored 50 more examples, with values far off; they must not count.
     b = make_entry(tmp_path, GRAD, {COMP: [0.25] * 100 + [100.0] * 50})
     (row,) = compare(a, b)
-    assert (row["n"], row["mean_b"], row["diff"]) == (100, 0.25, 0.0)
+    assert (row.n, row.mean_b, row.diff) == (100, 0.25, 0.0)
 
 
 def test_compare_mismatched_suite_names_what_differs(tmp_path):
@@ -379,7 +380,7 @@ def test_write_entry_twice_replaces_one_folder(tmp_path):
     assert first.entry_id == second.entry_id
     assert [p.name for p in tmp_path.iterdir()] == [first.entry_id]  # no leftovers either
     (e,) = read_entries(tmp_path)
-    assert e.results[0]["estimate"]["mean"] == 0.75
+    assert e.results[0].estimate.mean == 0.75
     assert sorted(e.values(TASK, COMP).values()) == [0.5, 1.0]
     # the same explainer on the same task, another model: the newer entry replaces it
     other = make_entry(tmp_path, ATT, {COMP: [0.5, 1.0]}, checkpoint="retrained")
@@ -454,7 +455,7 @@ def test_failed_rewrite_keeps_the_old_entry(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         make_entry(tmp_path, ATT, {COMP: [0.5, 1.0]})
     assert [p.name for p in tmp_path.iterdir()] == [e.entry_id]
-    assert read_entries(tmp_path)[0].results[0]["estimate"]["mean"] == 0.5
+    assert read_entries(tmp_path)[0].results[0].estimate.mean == 0.5
 
 
 def test_write_entry_refuses_results_its_rows_do_not_back(tmp_path):
@@ -535,15 +536,15 @@ def test_historic_entries_still_read_rank_and_compare():
     """Entries written by schema version 1, kept as files (tests/fixtures/leaderboard)."""
     entries = read_entries(FIXTURES)
     rows = rank(entries)
-    assert [(r["explainer"], r["rank"], r["mean"], r["n"]) for r in rows] == [
+    assert [(r.explainer, r.rank, r.mean, r.n) for r in rows] == [
         ("gradient_x_input@1", 1, 0.5, 4),
         ("attention@1", 2, 0.25, 4),
     ]
-    assert [r["n_seeds"] for r in rows] == [1, 1]
+    assert [r.n_seeds for r in rows] == [1, 1]
     (row,) = compare(find_entry(entries, "gradient_x_input"), find_entry(entries, "attention"))
-    assert (row["diff"], row["n"]) == (0.25, 4)
+    assert (row.diff, row.n) == (0.25, 4)
     # d = 0.25, 0.5, 0, 0.25: 4 of the 16 sign patterns reach |sum d| = 1
-    assert (row["p_value"], row["test"], row["better"]) == (0.25, "sign-flip exact", NO_DIFFERENCE)
+    assert (row.p_value, row.test, row.better) == (0.25, "sign-flip exact", NO_DIFFERENCE)
 
 
 # --- render -------------------------------------------------------------------------------
@@ -571,8 +572,10 @@ def hand_row(**kw):
         "seed_sd": 0.0,
         "seed_min": 0.5,
         "seed_max": 0.5,
+        "ci_method": "percentile bootstrap over examples",
+        "undefined": 0,
     }
-    return {**row, **kw}
+    return Ranked(**{**row, **kw})
 
 
 HAND_ROWS = [
@@ -650,13 +653,13 @@ def test_render_csv_reads_back_the_same_numbers():
     for row, line in zip(HAND_ROWS, got):
         assert line["metric"] == COMP  # commas inside the id survive quoting
         assert (float(line["mean"]), float(line["ci_low"]), float(line["ci_high"])) == (
-            row["mean"],
-            row["ci_low"],
-            row["ci_high"],
+            row.mean,
+            row.ci_low,
+            row.ci_high,
         )
-        assert int(line["n"]) == row["n"] and int(line["rank"]) == row["rank"]
+        assert int(line["n"]) == row.n and int(line["rank"]) == row.rank
         assert (int(line["n_seeds"]), float(line["seed_sd"])) == (1, 0.0)
-        assert float(line["seed_min"]) == float(line["seed_max"]) == row["mean"]
+        assert float(line["seed_min"]) == float(line["seed_max"]) == row.mean
     assert got[1]["overlaps_above"] == "≈" and got[0]["overlaps_above"] == ""
 
 
@@ -795,7 +798,7 @@ def test_entries_on_other_examples_are_another_suite(tmp_path):
     with pytest.raises(InputError, match="examples 'first 4' vs 'random 4 \\(seed 3\\)'"):
         compare(first, drawn)
     again = chosen_entry(tmp_path / "b", ATT, [0.25] * 4, {"limit": None})
-    assert [r["explainer"] for r in rank([full, again])] == [ATT, ATT]
+    assert [r.explainer for r in rank([full, again])] == [ATT, ATT]
 
 
 def test_a_rerun_on_other_examples_replaces_the_entry(tmp_path):

@@ -7,6 +7,7 @@ three seeds, any LEAKS appears in at most about 5 % of datasets, where the old r
 import numpy as np
 import pytest
 
+from faithbench.benchmark.core.records import RoarRow
 from faithbench.benchmark.core.stats import sign_flip_test, two_level_bootstrap
 from faithbench.benchmark.roar import LENGTH, RANDOM, report
 from faithbench.benchmark.roar_report import leakage_cells
@@ -14,9 +15,11 @@ from faithbench.benchmark.roar_report import leakage_cells
 
 def _row(mask, ratio, seed, correct):
     correct = [int(c) for c in correct]
-    return {"kind": "leakage", "task": "sim", "mask": mask, "ratio": ratio, "seed": seed,
-            "correct": correct, "accuracy": float(np.mean(correct)), "majority": 0.5,
-            "n": len(correct)}
+    return RoarRow(kind="leakage", task="sim", mask=mask, ratio=ratio, seed=seed,
+                   correct=correct, accuracy=float(np.mean(correct)), majority=0.5,
+                   n=len(correct), key=f"{mask}-{ratio}-{seed}", transform=None,
+                   checkpoint="c", original_checkpoint="o", split="test",
+                   validation_accuracy=None, train_s=None, epochs=1)
 
 
 def test_one_seed_cells_by_hand_with_exact_sign_flip_p_values():
@@ -48,7 +51,7 @@ def test_several_seeds_are_averaged_per_example_before_the_paired_test():
                  _row(RANDOM, 0.9, s, rng.random(n) < 0.5),
                  _row("leaky", 0.9, s, rng.random(n) < 0.8)]
     [cell] = leakage_cells(rows)
-    by = {(r["mask"], r["seed"]): np.array(r["correct"], dtype=float) for r in rows}
+    by = {(r.mask, r.seed): np.array(r.correct, dtype=float) for r in rows}
     mine = np.stack([by[("leaky", s)] for s in (0, 1, 2)])
     length = np.stack([by[(LENGTH, s)] for s in (0, 1, 2)])
     assert cell.seeds == (0, 1, 2) and cell.accuracy == pytest.approx(mine.mean())
@@ -82,11 +85,11 @@ def _null_dataset(rng, sd_train: float, seeds: int = 3) -> list[dict]:
 def _old_rule_flags(rows) -> bool:
     """The rule this check replaced, on seed 0 (its default): LEAKS where the pattern
     model's bootstrap CI lower bound exceeds max(length-only accuracy, majority)."""
-    first = [r for r in rows if r["seed"] == 0]
-    [length] = [r for r in first if r["mask"] == LENGTH]
-    floor = max(length["accuracy"], length["majority"])
-    return any(two_level_bootstrap([r["correct"]], n_resamples=1000).ci_low > floor
-               for r in first if r["mask"] not in (LENGTH, RANDOM))
+    first = [r for r in rows if r.seed == 0]
+    [length] = [r for r in first if r.mask == LENGTH]
+    floor = max(length.accuracy, length.majority)
+    return any(two_level_bootstrap([r.correct], n_resamples=1000).ci_low > floor
+               for r in first if r.mask not in (LENGTH, RANDOM))
 
 
 def test_with_no_leakage_any_flag_stays_near_alpha_where_the_old_rule_flags_often():

@@ -17,13 +17,13 @@ def test_schema_v1_results_load_and_reproduce_their_ci():
     assert [r.metric.split("[")[0] for r in records] == ["aopc_morf", "aopc_lerf"]
     for r in records:
         values = [row["value"] for row in read_jsonl(FIXTURES / r.per_example_file)]
-        est = bootstrap(values, n_resamples=r.estimate["n_resamples"],
-                        seed=r.estimate["bootstrap_seed"])
+        est = bootstrap(values, n_resamples=r.estimate.n_resamples,
+                        seed=r.estimate.bootstrap_seed)
         # same values, same interval, to the last bit; fields added since (the interval's
         # method, the undefined count) read as their defaults for a v1 record
-        assert {k: v for k, v in est.as_dict().items() if k in r.estimate} == r.estimate
+        assert est == r.estimate
         assert (est.method, est.undefined) == (BOOTSTRAP, 0)
-        assert r.provenance["data_fingerprint"] and r.provenance["checkpoint"]
+        assert r.provenance.data_fingerprint and r.provenance.checkpoint
 
 
 def test_truncated_last_line_is_ignored_then_repaired(tmp_path):

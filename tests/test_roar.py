@@ -30,8 +30,8 @@ def test_roar_masking_the_explainers_top_tokens_hurts_more_than_random(roar_run)
     _, records = roar_run
     top = records["roar[mask=explainer;ratio=0.3]@1"].estimate
     rand = records["roar[mask=random;ratio=0.3]@1"].estimate
-    assert top["n"] == rand["n"] == 200
-    assert rand["mean"] > 0.9 and rand["mean"] - top["mean"] > 0.1  # measured 0.955 vs 0.740
+    assert top.n == rand.n == 200
+    assert rand.mean > 0.9 and rand.mean - top.mean > 0.1  # measured 0.955 vs 0.740
 
 
 def test_roar_value_is_the_retrained_models_accuracy_on_the_masked_test_set(roar_run):
@@ -53,7 +53,7 @@ def test_roar_value_is_the_retrained_models_accuracy_on_the_masked_test_set(roar
         for e in masked:
             batch, labels, _ = next(iter(retrained.batches([e], 1)))
             right += int(retrained.model.logits(batch).argmax(-1).item() == labels.item())
-    assert records["roar[mask=explainer;ratio=0.3]@1"].estimate["mean"] == pytest.approx(
+    assert records["roar[mask=explainer;ratio=0.3]@1"].estimate.mean == pytest.approx(
         right / 200, abs=1e-12)
     assert sum(tok == "<unk>" for e in masked for tok in e.tokens) == sum(
         int(0.3 * 10 * len(e.tokens)) // 10 for e in masked)

@@ -49,25 +49,25 @@ def swept(tmp_path_factory):
 
 
 def _row(rows, kind, mask, ratio, seed):
-    [r] = [r for r in rows if (r["kind"], r["mask"], r["ratio"], r["seed"]) == (kind, mask, ratio, seed)]
+    [r] = [r for r in rows if (r.kind, r.mask, r.ratio, r.seed) == (kind, mask, ratio, seed)]
     return r
 
 
 def test_the_sweep_writes_one_row_per_point(swept):
     _, rows, _ = swept
     # per seed: the original, all masked, 2 random and 2 x 2 explainer points
-    assert sum(r["kind"] == "roar" for r in rows) == 2 * 8
-    assert sum(r["kind"] == "recursive" for r in rows) == 2 * 2 * 2
+    assert sum(r.kind == "roar" for r in rows) == 2 * 8
+    assert sum(r.kind == "recursive" for r in rows) == 2 * 2 * 2
     # every seed (up to 3 by default): the length-only model and one pattern model per
     # roar mask and ratio
-    leak = [r for r in rows if r["kind"] == "leakage"]
-    assert len(leak) == 2 * (1 + 6) and {r["seed"] for r in leak} == {0, 1}
-    assert len({r["key"] for r in rows}) == len(rows)
-    assert all(r["n"] == 120 and len(r["correct"]) == 120 for r in rows)
-    assert _row(rows, "roar", CLEAN, 0.0, 0)["accuracy"] > 0.95  # the original model
+    leak = [r for r in rows if r.kind == "leakage"]
+    assert len(leak) == 2 * (1 + 6) and {r.seed for r in leak} == {0, 1}
+    assert len({r.key for r in rows}) == len(rows)
+    assert all(r.n == 120 and len(r.correct) == 120 for r in rows)
+    assert _row(rows, "roar", CLEAN, 0.0, 0).accuracy > 0.95  # the original model
     # occlusion's top 30 % removes the planted words; random 30 % leaves most of them
-    assert (_row(rows, "roar", RANDOM, 0.3, 0)["accuracy"]
-            - _row(rows, "roar", OCC, 0.3, 0)["accuracy"]) > 0.1
+    assert (_row(rows, "roar", RANDOM, 0.3, 0).accuracy
+            - _row(rows, "roar", OCC, 0.3, 0).accuracy) > 0.1
 
 
 def _masked(config, seed, transform):
@@ -100,16 +100,16 @@ def test_a_random_point_recounted_with_the_cached_models(swept):
     assert sum(t == "<unk>" for e in masked for t in e.tokens) == sum(
         6 * len(e.tokens) // 10 for e in masked)
     right = _predict_one_at_a_time(retrained, masked).argmax(-1) == labels
-    assert row["correct"] == right.int().tolist()
-    assert row["checkpoint"] == retrained.checkpoint
+    assert row.correct == right.int().tolist()
+    assert row.checkpoint == retrained.checkpoint
     # the original model on the same masked inputs: accuracy and drop of p(its prediction)
     fixed = _predict_one_at_a_time(original, masked)
     clean = _predict_one_at_a_time(original, original.examples("test", config.limit))
     target = clean.argmax(-1)
-    assert row["fixed_accuracy"] == pytest.approx(float((fixed.argmax(-1) == labels).double().mean()))
+    assert row.fixed_accuracy == pytest.approx(float((fixed.argmax(-1) == labels).double().mean()))
     drop = clean[torch.arange(120), target] - fixed[torch.arange(120), target]
-    assert row["fixed_drop"] == pytest.approx(float(drop.double().mean()), abs=1e-6)
-    assert 0.5 <= row["auroc_original"] <= 1 and 0 <= row["auroc_retrained"] <= 1
+    assert row.fixed_drop == pytest.approx(float(drop.double().mean()), abs=1e-6)
+    assert 0.5 <= row.auroc_original <= 1 and 0 <= row.auroc_retrained <= 1
 
 
 def test_the_report_gives_the_curve_and_racu_of_the_rows(swept):
@@ -117,12 +117,12 @@ def test_the_report_gives_the_curve_and_racu_of_the_rows(swept):
     text = report(rows)
 
     def mean(mask, ratio, kind="roar"):
-        return np.mean([_row(rows, kind, mask, ratio, s)["accuracy"] for s in (0, 1)])
+        return np.mean([_row(rows, kind, mask, ratio, s).accuracy for s in (0, 1)])
 
     def curve(mask, seed, kind="roar"):
-        acc = [_row(rows, "roar", CLEAN, 0.0, seed)["accuracy"]]
-        acc += [_row(rows, kind, mask, k, seed)["accuracy"] for k in (0.3, 0.6)]
-        return acc + [_row(rows, "roar", ALL, 1.0, seed)["accuracy"]]
+        acc = [_row(rows, "roar", CLEAN, 0.0, seed).accuracy]
+        acc += [_row(rows, kind, mask, k, seed).accuracy for k in (0.3, 0.6)]
+        return acc + [_row(rows, "roar", ALL, 1.0, seed).accuracy]
 
     x = [0.0, 0.3, 0.6, 1.0]
     for kind, title in (("roar", "ROAR:"), ("recursive", "Recursive ROAR:")):
@@ -133,15 +133,15 @@ def test_the_report_gives_the_curve_and_racu_of_the_rows(swept):
         assert f"{mean(OCC, 0.3, kind):.3f} [" in line and f"| {area:.3f} [" in line
     # recursion's first step is plain ROAR: the same model
     for seed in (0, 1):
-        assert (_row(rows, "recursive", OCC, 0.3, seed)["checkpoint"]
-                == _row(rows, "roar", OCC, 0.3, seed)["checkpoint"])
-        assert (_row(rows, "recursive", OCC, 0.6, seed)["checkpoint"]
-                != _row(rows, "roar", OCC, 0.6, seed)["checkpoint"])
+        assert (_row(rows, "recursive", OCC, 0.3, seed).checkpoint
+                == _row(rows, "roar", OCC, 0.3, seed).checkpoint)
+        assert (_row(rows, "recursive", OCC, 0.6, seed).checkpoint
+                != _row(rows, "roar", OCC, 0.6, seed).checkpoint)
     assert "length-only model" in text and "Mahalanobis AUROC" in text
     # the leakage cell: accuracy over both seeds and its difference from the length model
-    leak = {(r["mask"], r["ratio"], r["seed"]): r for r in rows if r["kind"] == "leakage"}
-    acc = np.mean([leak[(OCC, 0.3, s)]["accuracy"] for s in (0, 1)])
-    d_length = acc - np.mean([leak[(LENGTH, 0.0, s)]["accuracy"] for s in (0, 1)])
+    leak = {(r.mask, r.ratio, r.seed): r for r in rows if r.kind == "leakage"}
+    acc = np.mean([leak[(OCC, 0.3, s)].accuracy for s in (0, 1)])
+    d_length = acc - np.mean([leak[(LENGTH, 0.0, s)].accuracy for s in (0, 1)])
     assert f"{acc:.3f} ({d_length:+.3f}, " in text.split("Leakage:")[1]
 
 
@@ -155,7 +155,7 @@ def test_a_finished_sweep_reruns_as_a_report_without_training(swept, monkeypatch
     monkeypatch.setattr("faithbench.benchmark.core.retrain.train_job", refuse)
     monkeypatch.setattr("faithbench.benchmark.roar.explain_job", refuse)
     again = sweep(config, SMALL)
-    assert [r["key"] for r in again] == [r["key"] for r in rows]
+    assert [r.key for r in again] == [r.key for r in rows]
     assert len(read_jsonl(Path(config.out) / "roar" / "rows.jsonl")) == len(rows)
 
 
@@ -164,12 +164,12 @@ def test_the_process_pool_writes_the_same_rows(swept, tmp_path, monkeypatch):
     monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path / "cache"))
     pooled = sweep(_config(tmp_path / "out", executor="pool", workers=2),
                    SweepConfig(ratios=SMALL.ratios, leakage=False))
-    mine = {r["key"]: r for r in rows}
-    assert pooled and all(r["key"] in mine for r in pooled)
+    mine = {r.key: r for r in rows}
+    assert pooled and all(r.key in mine for r in pooled)
     for r in pooled:
-        assert (r["checkpoint"], r["correct"]) == (mine[r["key"]]["checkpoint"], mine[r["key"]]["correct"])
-        if r["mask"] != CLEAN:
-            assert r["train_s"] is not None  # trained here, by the pool's workers
+        assert (r.checkpoint, r.correct) == (mine[r.key].checkpoint, mine[r.key].correct)
+        if r.mask != CLEAN:
+            assert r.train_s is not None  # trained here, by the pool's workers
 
 
 def test_kill_9_mid_sweep_loses_only_the_jobs_in_flight(tmp_path):
@@ -214,13 +214,13 @@ def test_bad_ratios_and_tasks_are_refused(tmp_path):
 
 def test_the_length_only_control_sees_no_word_and_no_mask(swept):
     _, rows, _ = swept
-    lengths = [r for r in rows if r["mask"] == LENGTH]
-    assert [r["seed"] for r in lengths] == [0, 1]
+    lengths = [r for r in rows if r.mask == LENGTH]
+    assert [r.seed for r in lengths] == [0, 1]
     for length in lengths:
-        assert length["kind"] == "leakage" and length["ratio"] == 0.0
+        assert length.kind == "leakage" and length.ratio == 0.0
         # every token is the one constant word, so only the length can inform it: on the
         # synthetic task (length independent of the label) it stays near chance
-        assert abs(length["accuracy"] - 0.5) < 0.15
+        assert abs(length.accuracy - 0.5) < 0.15
 
 
 def test_the_default_explainer_set_leaves_out_what_the_model_cannot_serve(tmp_path,
@@ -236,6 +236,6 @@ def test_the_default_explainer_set_leaves_out_what_the_model_cannot_serve(tmp_pa
                        train_limit=300, epochs=1)
     with caplog.at_level(logging.INFO):
         rows = sweep(config, SweepConfig(ratios=(0.5,), leakage=False))
-    masks = {r["mask"] for r in rows}
+    masks = {r.mask for r in rows}
     assert masks == {CLEAN, ALL, RANDOM, "attention@1"}
     assert "attention_rollout needs layer_attention, which this model does not offer" in caplog.text

@@ -49,15 +49,15 @@ def test_run_synthetic_all_units(tmp_path, synthetic_ready):
         if r.aggregation is not None:  # corpus level: checked in test_corpus
             continue
         per = read_jsonl(tmp_path / r.per_example_file)
-        assert r.estimate["n"] == len(per) == 24
+        assert r.estimate.n == len(per) == 24
         mean = sum(p["value"] for p in per) / len(per)
-        assert r.estimate["mean"] == pytest.approx(mean)
-        assert (r.estimate["ci_low"], r.estimate["ci_high"]) == pytest.approx(
+        assert r.estimate.mean == pytest.approx(mean)
+        assert (r.estimate.ci_low, r.estimate.ci_high) == pytest.approx(
             percentile_ci([p["value"] for p in per]), abs=1e-12)
-        assert r.provenance["model_accuracy"]["validation"] == synthetic_ready.accuracy["validation"]
-        assert r.provenance["checkpoint"] == synthetic_ready.checkpoint
+        assert r.provenance.model_accuracy["validation"] == synthetic_ready.accuracy["validation"]
+        assert r.provenance.checkpoint == synthetic_ready.checkpoint
     # a model that learned the task relies on the planted words: occlusion finds them
-    f1 = {r.explainer.split("@")[0].split("[")[0]: r.estimate["mean"]
+    f1 = {r.explainer.split("@")[0].split("[")[0]: r.estimate.mean
           for r in records if r.metric.startswith("r_precision")}
     assert f1["occlusion"] > 0.75 and f1["integrated_gradients"] > 0.75 and f1["random"] < 0.35
     assert len(summary.entries) == 6
@@ -116,11 +116,11 @@ def test_resume_after_kill_9(tmp_path, synthetic_ready):
     # the resumed results equal a clean run's
     fresh = run(RunConfig(out=str(tmp_path / "fresh"), limit=40, batch_size=8, progress=False,
                           explainers=("occlusion", "integrated_gradients", "gradient")))
-    by_key = {r.key: r.estimate["mean"] for r in fresh.results}
+    by_key = {r.key: r.estimate.mean for r in fresh.results}
     # equal to float32 rounding: the resumed engine's memory starts empty, so its
     # variants share forward passes with other rows than the clean run's did
     for r in records:
-        assert r.estimate["mean"] == pytest.approx(by_key[r.key], abs=1e-6)
+        assert r.estimate.mean == pytest.approx(by_key[r.key], abs=1e-6)
 
 
 def test_explain_then_score_and_predict(tmp_path, synthetic_ready, capsys):
@@ -226,6 +226,6 @@ def test_a_run_that_adds_metrics_extends_the_entry(tmp_path, synthetic_ready):
     run(RunConfig(metrics=("flip_rate",), **base))
     run(RunConfig(metrics=("comprehensiveness[segment=None;eraser=mask]",), **base))
     [entry] = read_entries(tmp_path / "leaderboard")
-    assert sorted(r["metric"].split("[")[0] for r in entry.results) == [
+    assert sorted(r.metric.split("[")[0] for r in entry.results) == [
         "comprehensiveness", "flip_rate"]
-    assert any("eraser=mask" in r["metric"] for r in entry.results)
+    assert any("eraser=mask" in r.metric for r in entry.results)

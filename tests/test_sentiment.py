@@ -41,14 +41,14 @@ def test_pipeline_on_a_slice(shared_data, tmp_path):
     # six explainers (rollout needs a Transformer) x seven faithfulness + five plausibility
     assert len(records) == 6 * 12
     for r in records:
-        assert r.task == "sentiment@1" and r.estimate["n"] == 16  # all 16 have a rationale
-        acc = r.provenance["model_accuracy"]
+        assert r.task == "sentiment@1" and r.estimate.n == 16  # all 16 have a rationale
+        acc = r.provenance.model_accuracy
         assert set(acc) == {"validation", "test"}
-        assert r.provenance["config"]["task"]["variant"] == "sentences"
+        assert r.provenance.config["task"]["variant"] == "sentences"
     # the cached model is loaded, not retrained, by a second prepare
     ready = TASK.prepare(TaskOptions(data_dir=str(shared_data), variant="sentences",
                                      train_limit=1500, epochs=1), progress=False)
-    assert ready.loaded_from_cache and ready.checkpoint == records[0].provenance["checkpoint"]
+    assert ready.loaded_from_cache and ready.checkpoint == records[0].provenance.checkpoint
     # the recorded accuracy is the share of examples the model gets right, recounted
     # here one example at a time, apart from the training code's batched count
     for split in ("validation", "test"):
@@ -57,7 +57,7 @@ def test_pipeline_on_a_slice(shared_data, tmp_path):
             for e in ready.splits[split]:
                 batch, _, _ = ready.collate([e])
                 right += int(ready.model.logits(batch).argmax()) == e.label
-        assert records[0].provenance["model_accuracy"][split] == pytest.approx(
+        assert records[0].provenance.model_accuracy[split] == pytest.approx(
             right / len(ready.splits[split]), abs=1e-12)
 
 

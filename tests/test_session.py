@@ -182,7 +182,7 @@ def test_a_retraining_metric_gets_task_and_retrainer(tmp_path, monkeypatch, one_
     with torch.no_grad():
         right = [int(again.model.logits(again.collate([e])[0]).argmax()) == e.label
                  for e in masked]
-    assert record.estimate["mean"] == pytest.approx(sum(right) / 24, abs=1e-12)
+    assert record.estimate.mean == pytest.approx(sum(right) / 24, abs=1e-12)
     assert [r["value"] for r in read_jsonl(tmp_path / "out" / record.per_example_file)] == [
         float(x) for x in right]
 
@@ -256,11 +256,11 @@ def test_run_summary_counts_rows_requested_and_forwarded(tmp_path, synthetic_rea
                             metrics=("aopc_morf", "flip_rate", "comprehensiveness"), **FAST))
     units = [r.timing for r in summary.results]
     assert len(units) == 6
-    assert summary.rows_requested == sum(t["rows_requested"] for t in units) + 24
-    assert summary.rows_forwarded == sum(t["rows_forwarded"] for t in units) + 24
+    assert summary.rows_requested == sum(t.rows_requested for t in units) + 24
+    assert summary.rows_forwarded == sum(t.rows_forwarded for t in units) + 24
     # flip_rate's variant is aopc_morf's k = 1: forwarded by aopc_morf, free afterwards
     flip = [t for r, t in zip(summary.results, units) if r.metric.startswith("flip_rate")]
-    assert all(t["rows_requested"] == 24 and t["rows_forwarded"] == 0 for t in flip)
+    assert all(t.rows_requested == 24 and t.rows_forwarded == 0 for t in flip)
 
 
 class _Counting:

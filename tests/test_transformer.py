@@ -544,7 +544,7 @@ def test_model_path_runs_every_seed(tmp_path, tokenizer, shared_data):
     assert (summary.computed, summary.skipped) == (4, 0)
     records = read_results(tmp_path / "out" / "results.jsonl")
     assert sorted(r.model_seed for r in records) == [0, 0, 1, 1]
-    assert len({r.provenance["checkpoint"] for r in records}) == 1
+    assert len({r.provenance.checkpoint for r in records}) == 1
     files = sorted((tmp_path / "out" / "explanations").glob("*.jsonl"))
     assert len(files) == 2
     random = get_explainer("random")

@@ -93,18 +93,18 @@ def test_leaderboard_counts_undefined_and_compares_on_what_both_define(tmp_path)
 
     a = _entry(tmp_path, "attention@1", {0: [0.1, NAN, 0.3, 0.4, NAN, 0.6]})
     b = _entry(tmp_path, "gradient@1", {0: [0.2, 0.2, NAN, 0.1, 0.1, 0.1]})
-    rows = {r["explainer"]: r for r in rank([a, b])}
-    assert (rows["attention@1"]["n"], rows["attention@1"]["undefined"]) == (4, 2)
-    assert (rows["gradient@1"]["n"], rows["gradient@1"]["undefined"]) == (5, 1)
-    assert rows["attention@1"]["mean"] == pytest.approx((0.1 + 0.3 + 0.4 + 0.6) / 4)
+    rows = {r.explainer: r for r in rank([a, b])}
+    assert (rows["attention@1"].n, rows["attention@1"].undefined) == (4, 2)
+    assert (rows["gradient@1"].n, rows["gradient@1"].undefined) == (5, 1)
+    assert rows["attention@1"].mean == pytest.approx((0.1 + 0.3 + 0.4 + 0.6) / 4)
     table = render_leaderboard(rank([a, b]), "markdown")
     assert "| 4 (+2 undefined) |" in table and "| 5 (+1 undefined) |" in table
     assert "+k undefined: k examples left out of n and the mean" in table
     # both define ex0, ex3, ex5: d = (-0.1, 0.3, 0.5), mean 0.7/3; of the 8 sign patterns
     # +-0.1 +-0.3 +-0.5 four reach |0.7| (0.9, 0.7, -0.7, -0.9): exact p = 0.5
     (row,) = compare(a, b)
-    assert (row["n"], row["undefined"], row["p_value"]) == (3, 3, 0.5)
-    assert row["diff"] == pytest.approx(0.7 / 3)
+    assert (row.n, row.undefined, row.p_value) == (3, 3, 0.5)
+    assert row.diff == pytest.approx(0.7 / 3)
     assert "| 3 (+3 undefined) |" in render_comparison([row], "markdown")
 
 
@@ -114,9 +114,9 @@ def test_with_seeds_an_example_undefined_under_one_seed_is_left_out(tmp_path):
     # ex1 undefined under seed 0, ex3 under seed 1: both defined on ex0, ex2 only
     e = _entry(tmp_path, "attention@1", {0: [1.0, NAN, 2.0, 5.0], 1: [3.0, 7.0, 6.0, NAN]})
     (row,) = rank([e])
-    assert (row["n"], row["undefined"], row["n_seeds"]) == (2, 2, 2)
+    assert (row.n, row.undefined, row.n_seeds) == (2, 2, 2)
     # seed means over ex0, ex2: 1.5 and 4.5
-    assert (row["mean"], row["seed_min"], row["seed_max"]) == (3.0, 1.5, 4.5)
+    assert (row.mean, row.seed_min, row.seed_max) == (3.0, 1.5, 4.5)
 
 
 def test_score_prints_the_undefined_count_beside_n(tmp_path, synthetic_ready, capsys):

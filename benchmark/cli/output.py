@@ -34,7 +34,7 @@ def summary(result) -> None:
     for task in sorted({r.task for r in result.results}):
         print(f"\n{task}")
         print(matrix(entries, task, "table", prefer="comprehensiveness"))
-    flags = [(r.task, r.explainer, short_name(r.metric), name, count, r.estimate["n"])
+    flags = [(r.task, r.explainer, short_name(r.metric), name, count, r.estimate.n)
              for r in result.results for name, count in sorted(r.extra.items())]
     if flags:
         print("\n" + safe_table(flags, headers=["task", "explainer", "metric", "flag", "count", "n"]))

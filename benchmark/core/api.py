@@ -35,7 +35,8 @@ from faithbench.benchmark.core.names import (  # noqa: F401  (kinds re-exported 
 )
 from faithbench.benchmark.core.stats import Aggregation
 
-if TYPE_CHECKING:  # core.retrain builds on this module
+if TYPE_CHECKING:  # core.retrain and core.perturb build on this module
+    from faithbench.benchmark.core.perturb import Perturber
     from faithbench.benchmark.core.retrain import Retrainer
 
 # Capabilities an explainer may require of the model surface.
@@ -285,7 +286,8 @@ class DataTransform(Protocol):
     each example's top-k tokens). ``key`` names the change by content: it enters the
     model's cache key, so a transformed model never reuses a clean one's file."""
 
-    key: str
+    @property
+    def key(self) -> str: ...
 
     def apply(self, split: str, examples: list[Example]) -> list[Example]: ...
 
@@ -430,7 +432,7 @@ class MetricInput:
     scores: torch.Tensor
     target: torch.Tensor
     base_probs: torch.Tensor
-    perturber: Any
+    perturber: Perturber
     reference: torch.Tensor | None = None
     reference_rate: float | None = None
 
@@ -452,6 +454,26 @@ class Metric(Protocol):
     def compute(self, inp: MetricInput) -> MetricOutput: ...
 
 
+class Explanations(Protocol):
+    """An explainer's scores of a session's examples, one float per token."""
+
+    scores: list[list[float]]
+
+
+class ModelSession(Protocol):
+    """What a retraining metric reads of the evaluated model's session
+    (``faithbench.benchmark.session.EvaluationSession``): its prepared model, split and
+    examples, the same model on another split, and cached explanations."""
+
+    prepared: PreparedTask
+    split: str | None
+    examples: list[Example]
+
+    def on_split(self, split: str, limit: int | None = None) -> ModelSession: ...
+
+    def explain(self, explainer: Explainer, *, cache: bool = True) -> Explanations: ...
+
+
 @dataclass(frozen=True)
 class TrainingInput:
     """What a metric that retrains (``spec.needs_training``, e.g. ROAR) is handed, and
@@ -463,7 +485,7 @@ class TrainingInput:
 
     task: Task
     options: TaskOptions
-    session: Any  # an EvaluationSession (the layer above: typed by what it offers)
+    session: ModelSession
     explainer: Explainer
     scores: list[list[float]]  # the explainer's scores of the session's examples
     retrain: Retrainer

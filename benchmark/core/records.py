@@ -17,13 +17,15 @@ from __future__ import annotations
 import io
 import os
 import time
-from dataclasses import MISSING, asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any, ClassVar
 
 import jsonlines
 
 from faithbench.benchmark.core.errors import DataFileError, NotUtf8Error
 from faithbench.benchmark.core.files import atomic_write
+from faithbench.benchmark.core.stats import Estimate
 
 try:
     import fcntl
@@ -34,7 +36,74 @@ SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
+class Provenance:
+    """What a result says about the model, data and code that produced it.
+
+    ``checkpoint`` (weights hash, or ``model-free`` for alignments scored from a file)
+    and ``data_fingerprint`` put it in a suite; ``config`` holds the unit's own
+    evaluation options (``run``), the model's config (``task``), explainer and metric
+    spec; ``seeds`` the model, explainer and bootstrap seeds. Fields other than the
+    first four were added over time: absent from older records (None here) and written
+    only when set. ``git_commit`` is None outside a git checkout, and written as null.
+    """
+
+    checkpoint: str
+    data_fingerprint: str
+    faithbench: str | None = None
+    git_commit: str | None = None
+    python: str | None = None
+    platform: str | None = None
+    torch: str | None = None
+    torch_threads: int | None = None
+    cache_key: str | None = None
+    # split -> accuracy (records of the first releases: one float)
+    model_accuracy: dict[str, float] | float | None = None
+    config: dict[str, Any] | None = None
+    seeds: dict[str, int] | None = None
+    # alignments scored from a file: the file and its sha256
+    alignments: str | None = None
+    alignments_sha256: str | None = None
+
+    OPTIONAL: ClassVar[tuple[str, ...]] = (
+        "python", "platform", "torch", "torch_threads", "cache_key", "model_accuracy",
+        "config", "seeds", "alignments", "alignments_sha256")
+
+    def as_dict(self) -> dict:
+        return _written(self)
+
+    def run_options(self) -> dict | None:
+        """The evaluation options of the run that computed the result (None: the record
+        does not say, e.g. alignments scored from a file)."""
+        return (self.config or {}).get("run")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Where a unit's time went: explaining (seconds for every example, shared by the
+    unit's metrics), the metric, and the engine's rows forwarded of those requested
+    (the rest answered from memory). Every field is optional (older records and
+    alignments scored from a file have fewer) and written only when set."""
+
+    explain_s: float | None = None
+    metric_s: float | None = None
+    rows_forwarded: int | None = None
+    rows_requested: int | None = None
+    n_examples: int | None = None
+
+    OPTIONAL: ClassVar[tuple[str, ...]] = (
+        "explain_s", "metric_s", "rows_forwarded", "rows_requested", "n_examples")
+
+    def as_dict(self) -> dict:
+        return _written(self)
+
+
+@dataclass(frozen=True)
 class ResultRecord:
+    """One (task, model seed, explainer, metric) unit's result: a line of
+    ``results.jsonl``. ``key`` is its content key (``plan.unit_key``: a resumed run skips
+    units whose key is there); ``per_example_file`` holds the values behind ``estimate``;
+    ``extra`` counts the metric's flags (e.g. examples whose top-k ran out of tokens)."""
+
     key: str
     task: str
     model_seed: int
@@ -43,46 +112,98 @@ class ResultRecord:
     family: str
     direction: str
     split: str
-    # stats.Estimate.as_dict(): mean, CI, n (examples that define the metric), bootstrap
-    # settings, ``method`` and ``undefined`` (NaN examples left out); records written
-    # before the last two existed mean a percentile bootstrap and 0 (stats.BOOTSTRAP)
-    estimate: dict
+    # mean, CI, n (examples that define the metric), bootstrap settings, ``method`` and
+    # ``undefined`` (NaN examples left out); records written before the last two existed
+    # mean a percentile bootstrap and 0 (stats.BOOTSTRAP), which the defaults say
+    estimate: Estimate
     per_example_file: str
-    provenance: dict
-    timing: dict
-    extra: dict = field(default_factory=dict)
+    provenance: Provenance
+    timing: Timing
+    extra: dict[str, int] = field(default_factory=dict)
     # None: the estimate is the mean of the per-example values; else a corpus-level
     # metric's aggregation (faithbench.api.Aggregation.as_dict) of their "stats"
-    aggregation: dict | None = None
+    aggregation: dict[str, Any] | None = None
     created_at: float = field(default_factory=time.time)
     record_type: str = "result"
     schema_version: int = SCHEMA_VERSION
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "estimate": self.estimate.as_dict(),
+                "provenance": self.provenance.as_dict(), "timing": self.timing.as_dict()}
 
     @classmethod
     def from_dict(cls, d: dict, *, where: str = "<record>") -> ResultRecord:
         return _from_dict(cls, "result", d, where)
 
     @classmethod
-    def build(cls, metric_spec, estimate, *, key: str, task: str, model_seed: int,
-              explainer: str, split: str, per_example_file: str, provenance: dict,
-              timing: dict, extra: dict | None = None) -> ResultRecord:
+    def build(cls, metric_spec, estimate: Estimate, *, key: str, task: str, model_seed: int,
+              explainer: str, split: str, per_example_file: str, provenance: Provenance,
+              timing: Timing, extra: dict | None = None) -> ResultRecord:
         """The one way a result is built (a run's unit, or alignments scored from a
         file): what the metric decides (id, family, direction, aggregation) is read
-        off its spec, the estimate (``stats.Estimate``) written as its dict."""
+        off its spec."""
         agg = metric_spec.aggregation
         return cls(key=key, task=task, model_seed=model_seed, explainer=explainer,
                    metric=metric_spec.id, family=metric_spec.family,
-                   direction=metric_spec.direction, split=split,
-                   estimate=estimate.as_dict(), per_example_file=per_example_file,
-                   provenance=provenance, timing=timing, extra=extra or {},
-                   aggregation=None if agg is None else agg.as_dict())
+                   direction=metric_spec.direction, split=split, estimate=estimate,
+                   per_example_file=per_example_file, provenance=provenance, timing=timing,
+                   extra=extra or {}, aggregation=None if agg is None else agg.as_dict())
+
+
+def _written(obj) -> dict:
+    """The fields of ``obj`` as JSON writes them: an ``OPTIONAL`` one only when set."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj)
+            if getattr(obj, f.name) is not None or f.name not in obj.OPTIONAL}
+
+
+@dataclass(frozen=True)
+class RoarRow:
+    """One point of a ROAR sweep (``faithbench.benchmark.roar``), a line of
+    ``<out>/roar/rows.jsonl``: a model trained on data masked by ``mask`` at ``ratio``
+    (``kind`` "roar", "recursive", or "leakage": a model of the mask pattern alone) and
+    scored on the masked ``split`` of the original model's examples. The shift fields
+    (the original model on the same masked inputs, and the Mahalanobis AUROCs of clean
+    against masked inputs) are set on the masked points of "roar" and "recursive"
+    curves only, and written only there."""
+
+    key: str
+    task: str
+    kind: str
+    seed: int
+    mask: str
+    ratio: float
+    transform: str | None  # the mask's key (None: the original model)
+    checkpoint: str
+    original_checkpoint: str
+    split: str
+    n: int
+    accuracy: float
+    correct: list[int]  # 1 where the model is right, per example in order
+    majority: float  # the majority class's share of the split
+    validation_accuracy: float | None
+    train_s: float | None  # None: loaded from the cache, not trained by this sweep
+    epochs: int
+    fixed_accuracy: float | None = None
+    fixed_drop: float | None = None
+    auroc_original: float | None = None
+    auroc_retrained: float | None = None
+
+    OPTIONAL: ClassVar[tuple[str, ...]] = (
+        "fixed_accuracy", "fixed_drop", "auroc_original", "auroc_retrained")
+
+    def as_dict(self) -> dict:
+        return _written(self)
+
+    @classmethod
+    def from_dict(cls, d: dict, *, where: str = "<row>") -> RoarRow:
+        return _build(cls, d, where, "ROAR", "")
 
 
 @dataclass(frozen=True)
 class FailureRecord:
+    """An explainer that failed (exception, NaN, wrong length, over budget) at ``stage``
+    on a task: a line of ``failures.jsonl``, never of ``results.jsonl``."""
+
     task: str
     explainer: str
     stage: str
@@ -130,12 +251,31 @@ def _from_dict(cls, record_type: str, d: dict, where: str):
     version = d.get("schema_version")
     if version != SCHEMA_VERSION:
         raise DataFileError(where, None, "schema_version", f"unsupported version {version!r}")
-    fields = cls.__dataclass_fields__
-    required = [k for k, f in fields.items() if f.default is MISSING and f.default_factory is MISSING]
-    for k in required:
-        if k not in d:
-            raise DataFileError(where, None, k, f"missing from {record_type} record")
-    return cls(**{k: v for k, v in d.items() if k in fields})
+    return _build(cls, d, where, record_type, "")
+
+
+# the record parts read into their own types (the rest of a record is plain JSON)
+_PARTS: dict[str, type] = {"estimate": Estimate, "provenance": Provenance, "timing": Timing}
+
+
+def _build(cls, d: Any, where: str, what: str, prefix: str):
+    """``cls`` from the JSON object ``d``: each required field present, each record part
+    (``_PARTS``) an object read into its type; an error names the field."""
+    if not isinstance(d, dict):
+        raise DataFileError(where, None, prefix.rstrip(".") or None, "not a JSON object")
+    known = {f.name: f for f in fields(cls)}
+    for name, f in known.items():
+        if f.default is MISSING and f.default_factory is MISSING and name not in d:
+            raise DataFileError(where, None, prefix + name, f"missing from {what} record")
+    values = {}
+    for name, value in d.items():
+        if name not in known:
+            continue
+        part = _PARTS.get(name) if cls is ResultRecord else None
+        if part is not None:
+            value = _build(part, value, where, what, f"{name}.")
+        values[name] = value
+    return cls(**values)
 
 
 def append_jsonl(path: Path, obj: dict) -> None:
@@ -208,6 +348,11 @@ def write_jsonl_atomic(path: Path, rows: list[dict]) -> None:
 def read_results(path: Path) -> list[ResultRecord]:
     return [ResultRecord.from_dict(d, where=f"{path}, line {i}")
             for i, d in enumerate(read_jsonl(path), start=1) if d.get("record_type") == "result"]
+
+
+def read_roar_rows(path: Path) -> list[RoarRow]:
+    return [RoarRow.from_dict(d, where=f"{path}, line {i}")
+            for i, d in enumerate(read_jsonl(path), start=1)]
 
 
 def read_agreements(path: Path) -> list[AgreementRecord]:

@@ -65,6 +65,17 @@ class Estimate:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def settings(self) -> dict:
+        """The bootstrap settings this estimate was computed with (``n_resamples``,
+        ``alpha``, ``seed``), so a re-analysis of its values uses the same ones.
+
+        >>> Estimate(0.5, 0.4, 0.6, 10, n_resamples=500, confidence=0.9, bootstrap_seed=3
+        ...          ).settings()
+        {'n_resamples': 500, 'alpha': 0.1, 'seed': 3}
+        """
+        return {"n_resamples": self.n_resamples, "alpha": round(1 - self.confidence, 12),
+                "seed": self.bootstrap_seed}
+
 
 @dataclass(frozen=True)
 class SeedEstimate:
@@ -141,20 +152,6 @@ class Aggregation:
     def from_dict(cls, d: dict) -> Aggregation:
         return cls(tuple(d["stats"]), tuple(d["numerator"]), tuple(d["denominator"]),
                    float(d.get("offset", 0.0)), float(d.get("scale", 1.0)))
-
-
-def settings_of(estimate: dict) -> dict:
-    """The bootstrap settings a stored estimate was computed with (``n_resamples``,
-    ``alpha``, ``seed``), so a re-analysis of its values uses the same ones.
-
-    >>> settings_of({"n_resamples": 500, "confidence": 0.9, "bootstrap_seed": 3})
-    {'n_resamples': 500, 'alpha': 0.1, 'seed': 3}
-    >>> settings_of({})
-    {'n_resamples': 2000, 'alpha': 0.05, 'seed': 0}
-    """
-    return {"n_resamples": estimate.get("n_resamples", N_RESAMPLES),
-            "alpha": round(1 - estimate.get("confidence", 1 - ALPHA), 12),
-            "seed": estimate.get("bootstrap_seed", SEED)}
 
 
 def _finite(v: np.ndarray, what: str) -> None:

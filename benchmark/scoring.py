@@ -1,0 +1,169 @@
+"""Scoring explanations with one metric on a session's examples: per-example values
+(and a corpus-level metric's statistics), batch by batch through the shared engine.
+
+A plausibility metric sees only the examples that have a reference rationale; a
+retraining metric (ROAR) gets a ``TrainingInput`` with a retrainer on the run's
+executor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from faithbench.benchmark.core.api import Explainer, MetricInput, TrainingInput
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.retrain import Retrainer
+from faithbench.benchmark.core.validation import model_eval
+
+if TYPE_CHECKING:
+    from faithbench.benchmark.session import EvaluationSession
+
+
+@dataclass
+class Scored:
+    """One metric on the session's examples (a subset for plausibility metrics)."""
+
+    ids: list[str]
+    values: np.ndarray  # (E,) per-example values, in example order
+    flags: dict[str, np.ndarray] = field(default_factory=dict)
+    stats: np.ndarray | None = None  # (E, K) of a corpus-level metric
+    seconds: float = 0.0
+    rows_forwarded: int = 0
+    rows_requested: int = 0
+
+
+def score_batches(session: EvaluationSession, metric, scores: Sequence[Sequence[float]]
+                  ) -> Scored:
+    """``metric`` on ``scores`` of the session's examples, batch by batch."""
+    examples, targets, probs = session.examples, session.targets, session.base_probs
+    if metric.spec.needs_reference:
+        keep = with_reference(examples)
+        examples, scores = [examples[i] for i in keep], [scores[i] for i in keep]
+        index = torch.tensor(keep, dtype=torch.long)
+        targets, probs = targets.index_select(0, index), probs.index_select(0, index)
+    rate = reference_rate(examples) if metric.spec.needs_reference else None
+    size, values, stats = session.config.batch_size, [], []
+    flags: dict[str, list] = {}
+    bar = tqdm(total=len(examples), desc=f"score {metric.spec.name}", leave=False,
+               disable=not session.config.progress)
+    model_eval(session.prepared.model)  # whatever ran before, metrics see no dropout
+    for i, (batch, _, reference) in enumerate(session.batches(examples)):
+        sl = slice(i * size, i * size + len(batch))
+        out = metric.compute(MetricInput(
+            batch=batch, scores=padded(scores[sl], batch.ids.shape), target=targets[sl],
+            base_probs=probs[sl], perturber=session.perturber, reference=reference,
+            reference_rate=rate))
+        values.append(out.values.double().cpu().numpy())
+        for name, flag in out.flags.items():
+            flags.setdefault(name, []).append(flag.cpu().numpy())
+        if out.stats is not None:
+            stats.append(out.stats.double().cpu().numpy())
+        bar.update(len(batch))
+    bar.close()
+    _check_stats(metric, stats, len(values))
+    scored = Scored(
+        ids=[e.id for e in examples],
+        values=np.concatenate(values) if values else np.empty(0),
+        flags={k: np.concatenate(v) for k, v in flags.items()},
+        stats=np.concatenate(stats) if stats else None,
+    )
+    if metric.spec.aggregation is None:
+        return scored
+    return _by_group(scored, [session.prepared.group_of(e) for e in examples],
+                     metric.spec.aggregation)
+
+
+def score_training(session: EvaluationSession, metric, scores: Sequence[Sequence[float]],
+                   explainer: Explainer | None) -> Scored:
+    """A retraining metric: it gets the task, the explainer and a retrainer."""
+    if explainer is None or session.task is None or session.options is None:
+        raise InputError(f"metric {metric.spec.name} retrains models: it runs in "
+                         "`faithbench run`, which hands it the task and the explainer")
+    executor = session.config.execution.job_executor()
+    out = metric.evaluate(TrainingInput(
+        task=session.task, options=session.options, session=session, explainer=explainer,
+        scores=[list(s) for s in scores],
+        retrain=Retrainer(session.task, session.options, executor,
+                          progress=session.config.progress)))
+    return Scored(ids=[e.id for e in session.examples], values=out.values.double().numpy(),
+                  flags={k: v.numpy() for k, v in out.flags.items()},
+                  stats=None if out.stats is None else out.stats.double().numpy())
+
+
+def per_example_rows(scored: Scored, *, undefined: bool = False) -> list[dict]:
+    """``{"id", "value"}`` per example (and ``"stats"`` for a corpus-level metric); a
+    value the example alone does not define (a zero denominator) is written as null.
+
+    An example a per-example metric leaves undefined (NaN) has no row — the result's
+    n and mean are over the rest, and its estimate counts them in ``undefined`` — unless
+    ``undefined`` is set: then its row has a null value."""
+    rows = []
+    for i, (ex, v) in enumerate(zip(scored.ids, scored.values)):
+        if scored.stats is None and np.isnan(v) and not undefined:
+            continue
+        row: dict = {"id": ex, "value": float(v) if np.isfinite(v) else None}
+        if scored.stats is not None:
+            row["stats"] = [float(x) for x in scored.stats[i]]
+        rows.append(row)
+    return rows
+
+
+def _by_group(scored: Scored, groups: list[str], aggregation) -> Scored:
+    """A corpus-level metric's statistics summed per group (e.g. the rows of one
+    sentence pair), in order of first appearance: the group is what the bootstrap and
+    ``compare`` resample; its value is the aggregation of its own sums; flags count."""
+    if groups == scored.ids or scored.stats is None:
+        return scored
+    order = list(dict.fromkeys(groups))
+    position = {g: i for i, g in enumerate(order)}
+    index = np.array([position[g] for g in groups])
+    stats = np.zeros((len(order), scored.stats.shape[1]))
+    np.add.at(stats, index, scored.stats)
+    flags = {}
+    for name, flag in scored.flags.items():
+        flags[name] = np.zeros(len(order))
+        np.add.at(flags[name], index, flag.astype(float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = np.asarray(aggregation(stats), dtype=float)
+    return Scored(ids=order, values=values, flags=flags, stats=stats)
+
+
+def with_reference(examples: Sequence) -> list[int]:
+    """Positions of the examples that have a non-empty reference rationale."""
+    return [i for i, e in enumerate(examples) if e.reference is not None and any(e.reference)]
+
+
+def reference_rate(examples: Sequence) -> float | None:
+    """Mean over the examples with a reference of |reference| / n (None if none has one),
+    counted in words where the tokens are subword pieces, as plausibility metrics count."""
+    rates = []
+    for e in examples:
+        if e.reference is None or not len(e.reference):
+            continue
+        units = e.words if e.words is not None else range(len(e.reference))
+        marked = {u for u, bit in zip(units, e.reference) if bit}
+        rates.append(len(marked) / len(set(units)))
+    return sum(rates) / len(rates) if rates else None
+
+
+def padded(rows: Sequence[Sequence[float]], shape) -> torch.Tensor:
+    """(B, T) float32 scores, row r's values at its first len(rows[r]) positions."""
+    out = torch.zeros(shape, dtype=torch.float32)
+    lengths = torch.tensor([len(r) for r in rows])
+    flat = torch.tensor([v for r in rows for v in r], dtype=torch.float32)
+    out[torch.arange(shape[1]).unsqueeze(0) < lengths.unsqueeze(1)] = flat
+    return out
+
+
+def _check_stats(metric, stats: list, n_batches: int) -> None:
+    corpus = metric.spec.aggregation is not None
+    if corpus and len(stats) != n_batches:
+        raise ValueError(f"metric {metric.spec.name} is corpus-level but returned no stats")
+    if not corpus and stats:
+        raise ValueError(f"metric {metric.spec.name} returned stats but declares no aggregation")
