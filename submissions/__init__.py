@@ -19,13 +19,14 @@ from faithbench.submissions import (
     gradient,
     gradient_x_input,
     integrated_gradients,
+    lrp,
     occlusion,
     random,
 )
 
 REGISTRY = Registry("reference explainer")
 for _module in (attention, gradient, gradient_x_input, integrated_gradients, occlusion, random,
-                attention_rollout):
+                attention_rollout, lrp):
     REGISTRY.add(_module.EXPLAINER.spec.name, _module.EXPLAINER)
 
 REFERENCE = tuple(REGISTRY.names())
@@ -36,6 +37,8 @@ PARAMS: dict[str, dict[str, Param]] = {
     "integrated_gradients": {"n_steps": Param(int, low=1, text="int >= 1")},
     "occlusion": {"granularity": Param(str, choices=("word", "subword"), optional=True)},
     "attention_rollout": {"heads": Param(str, choices=attention_rollout.HEADS)},
+    "lrp": {"eps": Param(float, low=0.0, low_open=True, text="float > 0 (the ε-rule's "
+                         "stabilizer)")},
 }
 # those every task model serves (the rest need e.g. a Transformer's per-layer attention)
 UNIVERSAL = tuple(n for n in REFERENCE

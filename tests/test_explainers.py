@@ -266,7 +266,7 @@ def test_gradient_methods_leave_no_grads_and_work_under_no_grad(name):
     assert all(p.grad is None for p in model.parameters())
 
 
-@pytest.mark.parametrize("name", submissions.UNIVERSAL + ("TEMPLATE",))
+@pytest.mark.parametrize("name", submissions.UNIVERSAL + ("lrp", "TEMPLATE"))
 def test_reference_explainer_passes_every_plugin_check(name):
     explainer = importlib.import_module(f"faithbench.submissions.{name}").EXPLAINER
     batch, target = padded_batch()
@@ -301,6 +301,7 @@ def test_reference_ids():
         "occlusion": "occlusion[eraser=delete]@1",
         "random": "random[distribution=uniform]@1",
         "attention_rollout": "attention_rollout[heads=mean;residual=0.5]@1",
+        "lrp": "lrp[eps=0.001]@1",
     }
     assert IntegratedGradientsExplainer(n_steps=20).spec.param("n_steps") == 20
 

@@ -44,7 +44,8 @@ GRADIENTS = "gradients"  # model is differentiable wrt its input embeddings
 EMBEDDINGS = "embeddings"  # embed() / logits_from_embeddings()
 ATTENTION = "attention"  # attention()
 LAYER_ATTENTION = "layer_attention"  # attention_maps(): every layer's and head's attention
-CAPABILITIES = (GRADIENTS, EMBEDDINGS, ATTENTION, LAYER_ATTENTION)
+LRP = "lrp"  # lrp_logits(): a forward pass whose backward propagates LRP relevance
+CAPABILITIES = (GRADIENTS, EMBEDDINGS, ATTENTION, LAYER_ATTENTION, LRP)
 
 
 def capabilities(model: Any) -> frozenset[str]:
@@ -120,7 +121,9 @@ class ExplainableModel(Protocol):
     ``attention`` (B, T) weights that sum to 1 over real tokens. Optional: a
     ``capabilities`` set (default: the first three of ``CAPABILITIES``),
     ``attention_maps`` (``LAYER_ATTENTION``: (B, L, H, S, S) maps and each position's
-    place in the model's full sequence), ``max_rows_per_pass`` (the most rows worth
+    place in the model's full sequence), ``lrp_logits(embeds, batch, eps)`` (``LRP``:
+    the logits, by a forward pass whose backward maps the relevance of the logits to
+    that of the embeddings, ``faithbench.benchmark.core.lrp``), ``max_rows_per_pass`` (the most rows worth
     forwarding at once) and ``retokenize`` (the ``retokenize`` eraser).
     """
 

@@ -4,6 +4,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from faithbench.benchmark.core import lrp
+from faithbench.benchmark.core.api import ATTENTION, EMBEDDINGS, GRADIENTS, LRP
+
 
 class BiLSTMEncoder(nn.Module):
     """(B, T, D) embeddings -> (B, T, 2H) states; padded positions are zero."""
@@ -19,6 +22,10 @@ class BiLSTMEncoder(nn.Module):
         out, _ = self.rnn(packed)
         out, _ = pad_packed_sequence(out, batch_first=True, total_length=embeds.shape[1])
         return out
+
+    def lrp_forward(self, embeds: torch.Tensor, mask: torch.Tensor, eps: float) -> torch.Tensor:
+        """``forward``, unrolled step by step in LRP operations (``core.lrp.bilstm``)."""
+        return lrp.bilstm(self.rnn, embeds, nonempty(mask), eps)
 
 
 class AdditiveAttention(nn.Module):
@@ -41,6 +48,13 @@ class AdditiveAttention(nn.Module):
         context = torch.bmm(weights.unsqueeze(1), states).squeeze(1)
         return weights, context
 
+    def lrp_forward(self, states: torch.Tensor, mask: torch.Tensor, eps: float,
+                    query: torch.Tensor | None = None) -> torch.Tensor:
+        """The context, its weights held constant (no relevance reaches the scores)."""
+        with torch.no_grad():
+            weights, _ = self.forward(states, mask, query)
+        return lrp.attention_context(weights, states, eps)
+
 
 def nonempty(mask: torch.Tensor) -> torch.Tensor:
     """Treat an all-erased row as one (padding) token, so softmax stays defined."""
@@ -57,8 +71,14 @@ class AttentionModelSurface(nn.Module):
     ``embedding`` table, so every task model exposes it the same way."""
 
     embedding: nn.Embedding
+    capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LRP})
 
     def _forward(self, embeds: torch.Tensor, batch) -> tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def lrp_logits(self, embeds: torch.Tensor, batch, eps: float = lrp.EPS) -> torch.Tensor:
+        """The logits (eval mode: no dropout), by a forward pass whose backward
+        propagates LRP relevance (``faithbench.benchmark.core.lrp``)."""
         raise NotImplementedError
 
     def embed(self, batch) -> torch.Tensor:

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
+from faithbench.benchmark.core import lrp
 from faithbench.benchmark.core.api import Batch
 from faithbench.benchmark.core.models.blocks import (
     AdditiveAttention,
@@ -46,3 +47,8 @@ class AttentionClassifier(AttentionModelSurface):
         states = self.encoder(self.dropout(embeds), batch.mask)
         weights, context = self.attn(states, batch.mask)
         return self.out(self.dropout(context)), weights
+
+    def lrp_logits(self, embeds: torch.Tensor, batch: Batch, eps: float = lrp.EPS
+                   ) -> torch.Tensor:
+        states = self.encoder.lrp_forward(embeds, batch.mask, eps)
+        return lrp.linear(self.attn.lrp_forward(states, batch.mask, eps), self.out, eps)

@@ -11,10 +11,12 @@ segment ids) needs nothing special.
 """
 
 from dataclasses import asdict, dataclass
+from typing import cast
 
 import torch
 from torch import nn
 
+from faithbench.benchmark.core import lrp
 from faithbench.benchmark.core.api import Batch
 from faithbench.benchmark.core.models.blocks import (
     AdditiveAttention,
@@ -94,3 +96,25 @@ class PairAttentionClassifier(AttentionModelSurface):
         weights.scatter_add_(1, p_pos, p_weights * p_mask / 2)
         weights.scatter_add_(1, h_pos, h_weights * h_mask / 2)
         return logits, weights
+
+    def lrp_logits(self, embeds: torch.Tensor, batch: Batch, eps: float = lrp.EPS
+                   ) -> torch.Tensor:
+        """As ``_forward`` in eval mode: |p - h| passes relevance to p - h (ε-rule on
+        the difference), p ⊙ h gives half to each side; the queries (each side's mean
+        state) only set attention weights, so they receive none."""
+        if batch.segments is None:
+            raise ValueError("the NLI model needs batch.segments (0 premise, 1 hypothesis)")
+        p_emb, p_mask, _ = split_segment(embeds, batch, 0)
+        h_emb, h_mask, _ = split_segment(embeds, batch, 1)
+        p_states = self.premise_encoder.lrp_forward(p_emb, p_mask, eps)
+        h_states = self.hypothesis_encoder.lrp_forward(h_emb, h_mask, eps)
+        with torch.no_grad():
+            p_query, h_query = masked_mean(h_states, h_mask), masked_mean(p_states, p_mask)
+        p_ctx = self.premise_attn.lrp_forward(p_states, p_mask, eps, p_query)
+        h_ctx = self.hypothesis_attn.lrp_forward(h_states, h_mask, eps, h_query)
+        features = torch.cat([p_ctx, h_ctx,
+                              lrp.passthrough(torch.abs, lrp.difference(p_ctx, h_ctx, eps)),
+                              lrp.product_half(p_ctx, h_ctx)], dim=-1)
+        first, last = cast(nn.Linear, self.mlp[0]), cast(nn.Linear, self.mlp[3])
+        hidden = lrp.passthrough(torch.tanh, lrp.linear(features, first, eps))
+        return lrp.linear(hidden, last, eps)

@@ -20,7 +20,16 @@ from typing import Any
 import torch
 from torch import nn
 
-from faithbench.benchmark.core.api import CAPABILITIES, Batch, token_attention
+from faithbench.benchmark.core import lrp
+from faithbench.benchmark.core.api import (
+    ATTENTION,
+    EMBEDDINGS,
+    GRADIENTS,
+    LAYER_ATTENTION,
+    LRP,
+    Batch,
+    token_attention,
+)
 
 
 class SpecialLayout:
@@ -53,6 +62,8 @@ class TransformerClassifier(nn.Module):
     layer's attention can be read); ``label_order[c]`` = the hf output index of the
     task's class c (a checkpoint whose labels are the task's in another order)."""
 
+    label_order: torch.Tensor  # a buffer
+
     def __init__(self, hf: Any, tokenizer, label_order: list[int] | None = None):
         super().__init__()
         self.hf: Any = hf  # a transformers PreTrainedModel (its config, embeddings)
@@ -62,7 +73,13 @@ class TransformerClassifier(nn.Module):
         self.mask_id = tokenizer.mask_token_id if tokenizer.mask_token_id is not None \
             else tokenizer.unk_token_id
         self.baseline_id = self.pad_id
-        self.capabilities = frozenset(CAPABILITIES)
+        # LRP follows BERT's layers one by one (embeddings, self-attention, feed-forward,
+        # pooler): other architectures do not offer it, and asking for it says so
+        self.lrp_ready = (getattr(hf.config, "model_type", None) == "bert"
+                          and getattr(hf.config, "position_embedding_type", "absolute")
+                          == "absolute" and hasattr(hf, "bert") and hf.bert.pooler is not None)
+        self.capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LAYER_ATTENTION,
+                                       *([LRP] if self.lrp_ready else [])})
         # on CPU a pass of 8-32 rows runs ~2x more rows/s than one of 256 (measured on
         # MiniLM, SST-2 lengths): the perturbation engine and IG cap their passes at this
         self.max_rows_per_pass = 32
@@ -95,6 +112,45 @@ class TransformerClassifier(nn.Module):
 
     def forward(self, batch: Batch) -> torch.Tensor:
         return self.logits(batch)
+
+    def lrp_logits(self, embeds: torch.Tensor, batch: Batch, eps: float = lrp.EPS
+                   ) -> torch.Tensor:
+        """The logits (eval mode), BERT's forward pass rebuilt from LRP operations
+        (conservative propagation, ``faithbench.benchmark.core.lrp``): relevance reaches
+        the word, position and type embeddings of every position; the batch's tokens'
+        word embeddings are ``embeds``."""
+        if not self.lrp_ready:
+            raise ValueError(f"LRP follows BERT's layers; this is a "
+                             f"{getattr(self.hf.config, 'model_type', '?')} model")
+        full, attention_mask, types, _ = self._wrap(embeds, batch)
+        bert = self.hf.bert
+        emb = bert.embeddings
+        width = full.shape[1]
+        positions = emb.position_embeddings(torch.arange(width, device=full.device))
+        kinds = emb.token_type_embeddings(types if self.uses_types else torch.zeros_like(types))
+        x = lrp.layer_norm(lrp.add(full, positions.expand_as(full), kinds, eps=eps),
+                           emb.LayerNorm, eps)
+        keep = attention_mask.bool()[:, None, None, :]
+        for layer in bert.encoder.layer:
+            attn = layer.attention.self
+            heads = (x.shape[0], width, -1, attn.attention_head_size)
+            with torch.no_grad():  # attention probabilities: constants for relevance
+                q = attn.query(x).view(heads).transpose(1, 2)
+                k = attn.key(x).view(heads).transpose(1, 2)
+                scores = q @ k.transpose(-1, -2) * attn.attention_head_size ** -0.5
+                probs = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+            v = lrp.linear(x, attn.value, eps).view(heads).transpose(1, 2)
+            context = lrp.mix(probs, v, eps).transpose(1, 2).reshape(x.shape)
+            out = layer.attention.output
+            x = lrp.layer_norm(lrp.add(lrp.linear(context, out.dense, eps), x, eps=eps),
+                               out.LayerNorm, eps)
+            hidden = lrp.passthrough(layer.intermediate.intermediate_act_fn,
+                                     lrp.linear(x, layer.intermediate.dense, eps))
+            x = lrp.layer_norm(lrp.add(lrp.linear(hidden, layer.output.dense, eps), x, eps=eps),
+                               layer.output.LayerNorm, eps)
+        pooled = lrp.passthrough(bert.pooler.activation,
+                                 lrp.linear(x[:, 0], bert.pooler.dense, eps))
+        return lrp.linear(pooled, self.hf.classifier, eps).index_select(1, self.label_order)
 
     def attention_maps(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, L, H, S, S) attention probabilities of every layer and head over the
