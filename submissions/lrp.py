@@ -23,9 +23,10 @@ logit up to ε's share; ``tests/test_lrp.py`` checks both against an independent
 numpy implementation.
 
 The model must offer ``LRP`` (``lrp_logits``): the BiLSTM sentiment, NLI and synthetic
-models and BERT-architecture Transformers (MiniLM) do; other ``--model-path``
-architectures and the alignment seq2seq do not (yet): a run leaves ``lrp`` out there,
-and asking for it names the missing capability.
+models, the alignment seq2seq (GRUs: the reset and update gates constant, relevance of
+the next target word's logit to the source words) and BERT-architecture Transformers
+(MiniLM) do; other ``--model-path`` architectures do not: a run leaves ``lrp`` out
+there, and asking for it names the missing capability.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def test_rows_explain_the_gold_next_word(ready, shared_data):
     assert targets.tolist() == labels.tolist() == ready.tgt_vocab.encode(pair["tgt"])
 
 
-@pytest.mark.parametrize("name", submissions.UNIVERSAL)
+@pytest.mark.parametrize("name", submissions.UNIVERSAL + ("lrp",))
 def test_every_reference_explainer_scores_the_source_words(ready, name):
     session = EvaluationSession(ready, RunConfig(limit=4, batch_size=16, progress=False,
                                                  time_budget_s=None), seed=0)

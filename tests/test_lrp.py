@@ -434,3 +434,135 @@ def test_only_bert_offers_lrp(tiny_bert):
     other = TransformerClassifier(transformers.DistilBertForSequenceClassification(config),
                                   model.tokenizer)
     assert LRP not in other.capabilities
+
+
+# -- the alignment seq2seq: GRU encoder-decoder with attention ----------------------------
+
+
+class NumpyGRU:
+    """A torch GRU (one direction) or GRUCell, forward over vectors, then LRP."""
+
+    def __init__(self, w_ih, w_hh, b_ih, b_hh):
+        self.w_ih, self.w_hh, self.b_ih, self.b_hh = (_np(w) for w in (w_ih, w_hh, b_ih, b_hh))
+        self.n = self.w_hh.shape[1]
+
+    def step(self, x, h):
+        n = self.n
+        gi, gh = self.w_ih @ x + self.b_ih, self.w_hh @ h + self.b_hh
+        r, z = sigmoid(gi[:n] + gh[:n]), sigmoid(gi[n:2 * n] + gh[n:2 * n])
+        pre = gi[2 * n:] + r * gh[2 * n:]
+        cand = np.tanh(pre)
+        out = (1 - z) * cand + z * h
+        return out, (x, h, r, z, pre, cand, out)
+
+    def step_relevance(self, saved, r_out, eps):
+        """(relevance of x, relevance of h) for one step."""
+        x, h, r, z, pre, cand, out = saved
+        n = self.n
+        r_cand = (1 - z) * cand / stab(out, eps) * r_out
+        r_h = z * h / stab(out, eps) * r_out
+        w_in, w_hn = self.w_ih[2 * n:], self.w_hh[2 * n:]
+        r_x = np.zeros_like(x)
+        for i in range(len(x)):
+            for j in range(n):
+                r_x[i] += x[i] * w_in[j, i] / stab(pre[j], eps) * r_cand[j]
+        for i in range(n):
+            for j in range(n):
+                r_h[i] += h[i] * r[j] * w_hn[j, i] / stab(pre[j], eps) * r_cand[j]
+        return r_x, r_h
+
+
+def numpy_gru_run(gru: NumpyGRU, xs):
+    h, saved, outs = np.zeros(gru.n), [], []
+    for x in xs:
+        h, s = gru.step(x, h)
+        saved.append(s)
+        outs.append(h)
+    return outs, saved
+
+
+def numpy_gru_relevance(gru, saved, r_outs, eps):
+    """Relevance of each input given that of each output state (r_outs: a list)."""
+    r_outs = [r.copy() for r in r_outs]
+    r_xs = [None] * len(saved)
+    for t in reversed(range(len(saved))):
+        r_xs[t], r_h = gru.step_relevance(saved[t], r_outs[t], eps)
+        if t > 0:
+            r_outs[t - 1] += r_h
+    return r_xs
+
+
+def numpy_lrp_seq2seq(model, src, prefix, target, eps):
+    rnn = model.encoder.rnn
+    fwd = NumpyGRU(rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0)
+    bwd = NumpyGRU(rnn.weight_ih_l0_reverse, rnn.weight_hh_l0_reverse, rnn.bias_ih_l0_reverse,
+                   rnn.bias_hh_l0_reverse)
+    xs = [_np(model.src_embedding.weight[i]) for i in src]
+    f_out, f_saved = numpy_gru_run(fwd, xs)
+    b_out, b_saved = numpy_gru_run(bwd, xs[::-1])
+    states = np.concatenate([np.stack(f_out), np.stack(b_out[::-1])], axis=1)
+    last = np.concatenate([f_out[-1], b_out[-1]])
+    init_pre = np_linear(last, model.init_state)
+    s = np.tanh(init_pre)
+    cell = NumpyGRU(model.cell.weight_ih, model.cell.weight_hh, model.cell.bias_ih,
+                    model.cell.bias_hh)
+    context = np.zeros(states.shape[1])
+    steps = []
+    for word in prefix:
+        x = np.concatenate([_np(model.tgt_embedding.weight[word]), context])
+        s, saved = cell.step(x, s)
+        alpha = numpy_attention(model.attn, states, s)
+        context = alpha @ states
+        joint = np.concatenate([s, context])
+        read_pre = np_linear(joint, model.readout)
+        steps.append((saved, alpha, context, joint, read_pre, np.tanh(read_pre)))
+    logits = np_linear(steps[-1][-1], model.out)
+    r_logits = np.zeros_like(logits)
+    r_logits[target] = logits[target]
+    h, e = model.config.hidden, model.config.embed_dim
+    r_s, r_ctx = np.zeros(h), np.zeros(states.shape[1])
+    r_states = np.zeros_like(states)
+    _, _, _, joint, read_pre, read = steps[-1]
+    r_read = np_linear_relevance(read[None], model.out, logits[None], r_logits[None], eps)[0]
+    r_joint = np_linear_relevance(joint[None], model.readout, read_pre[None], r_read[None],
+                                  eps)[0]  # tanh: unchanged
+    r_s, r_ctx = r_joint[:h], r_joint[h:]
+    for k in reversed(range(len(steps))):
+        saved, alpha, context, _, _, _ = steps[k]
+        r_states += context_relevance(alpha, states, context, r_ctx, eps)
+        r_x, r_s = cell.step_relevance(saved, r_s, eps)
+        r_ctx = r_x[e:]  # the previous step's context (zero before the first step)
+    r_last = np_linear_relevance(last[None], model.init_state, init_pre[None], r_s[None],
+                                 eps)[0]  # tanh: unchanged
+    n = model.encoder.output_dim // 2
+    r_f = [r[:n] for r in r_states]
+    r_f[-1] = r_f[-1] + r_last[:n]
+    r_b = [r[n:] for r in r_states][::-1]
+    r_b[-1] = r_b[-1] + r_last[n:]
+    r_x = [a + b for a, b in zip(numpy_gru_relevance(fwd, f_saved, r_f, eps),
+                                 numpy_gru_relevance(bwd, b_saved, r_b, eps)[::-1])]
+    return np.array([r.sum() for r in r_x]), logits
+
+
+@pytest.mark.parametrize("eps", [0.001, 0.1])
+def test_the_seq2seq_equals_the_numpy_layer_by_layer_lrp(eps):
+    from faithbench.benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
+
+    torch.manual_seed(0)
+    model = _biases(AttentionSeq2Seq(Seq2SeqConfig(src_vocab_size=20, tgt_vocab_size=15,
+                                                   embed_dim=5, hidden=4, attn_dim=3)
+                                     ).double().eval(), True)
+    ids = torch.tensor([[3, 4, 5, 6, 0], [7, 8, 9, 10, 11], [12, 13, 0, 0, 0]])
+    prefix = torch.tensor([[2, 5, 6], [2, 7, 0], [2, 0, 0]])
+    b = Batch(ids=ids, mask=ids != 0, example_ids=("a", "b", "c"), prefix=prefix,
+              prefix_mask=prefix != 0)
+    target = torch.tensor([4, 9, 3])
+    scores = LRPExplainer(eps=eps).explain(model, b, target, rng=None)
+    logits = model.logits(b)
+    for row in range(3):
+        n, u = int(b.mask[row].sum()), int(b.prefix_mask[row].sum())
+        want, np_logits = numpy_lrp_seq2seq(model, ids[row, :n].tolist(),
+                                            prefix[row, :u].tolist(), int(target[row]), eps)
+        assert np_logits == pytest.approx(_np(logits[row]), abs=1e-10)
+        assert scores[row, :n].numpy() == pytest.approx(want, rel=1e-5, abs=1e-10)
+        assert (scores[row, n:] == 0).all()

@@ -19,6 +19,8 @@ code (``lrp_linear``: eps = 0.001, bias_factor = 0):
 - ``gate``: gate ⊙ signal, where the gate is a sigmoid gate or an attention weight:
   all relevance goes to the signal ("signal-take-all"); gates receive none.
 - ``passthrough``: element-wise activations (tanh, |x|): relevance passes unchanged.
+- GRUs (the alignment seq2seq): the same rules, the reset and update gates constant
+  (``gru_step``).
 - ``product_half``: the product of two signals (the NLI feature p⊙h): half each
   (Arras et al. 2019, "Explaining and interpreting LSTMs", the "half" rule).
 
@@ -137,6 +139,26 @@ class _Mix(torch.autograd.Function):
         return None, values * (probs.transpose(-1, -2) @ share), None
 
 
+class _GRUCandidate(torch.autograd.Function):
+    """A GRU's candidate pre-activation W_in x + b_in + r ⊙ (W_hn h + b_hn), the reset
+    gate r constant: one ε-rule over the whole sum, so x and h share its denominator
+    (as the LSTM's g does in Arras et al.'s code)."""
+
+    @staticmethod
+    def forward(ctx, x, h, w_in, b_in, w_hn, b_hn, reset, eps):
+        z = x @ w_in.T + b_in + reset * (h @ w_hn.T + b_hn)
+        ctx.save_for_backward(x, h, w_in, w_hn, reset, z)
+        ctx.eps = eps
+        return z
+
+    @staticmethod
+    def backward(ctx, relevance):
+        x, h, w_in, w_hn, reset, z = ctx.saved_tensors
+        share = relevance / stabilized(z, ctx.eps)
+        return (x * (share @ w_in), h * ((reset * share) @ w_hn), None, None, None, None,
+                None, None)
+
+
 class _ProductHalf(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -235,6 +257,39 @@ def lstm_direction(rnn: nn.LSTM, embeds: torch.Tensor, mask: torch.Tensor, *, re
         c = torch.where(real, c_new, c)
         out[t] = h * real.to(h.dtype)
     return torch.stack(out, dim=1)  # type: ignore[arg-type]
+
+
+def gru_step(x: torch.Tensor, h: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor,
+             b_ih: torch.Tensor, b_hh: torch.Tensor, eps: float = EPS) -> torch.Tensor:
+    """One GRU step (PyTorch's gate order r, z, n): h' = (1 − z) ⊙ n + z ⊙ h with
+    n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)); the gates r and z constant, the
+    ε-rule on the sum h' and on n's pre-activation."""
+    hidden = h.shape[1]
+    with torch.no_grad():  # gates: constants for relevance
+        gi, gh = x @ w_ih.T + b_ih, h @ w_hh.T + b_hh
+        r = torch.sigmoid(gi[:, :hidden] + gh[:, :hidden])
+        z = torch.sigmoid(gi[:, hidden : 2 * hidden] + gh[:, hidden : 2 * hidden])
+    pre = _GRUCandidate.apply(x, h, w_ih[2 * hidden :], b_ih[2 * hidden :], w_hh[2 * hidden :],
+                              b_hh[2 * hidden :], r, eps)
+    return add(gate(1 - z, passthrough(torch.tanh, pre)), gate(z, h), eps=eps)
+
+
+def gru_direction(rnn: nn.GRU, embeds: torch.Tensor, mask: torch.Tensor, *, reverse: bool,
+                  eps: float = EPS) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T, H) states of one direction of a one-layer ``rnn`` over each row's real
+    tokens (zero at padding) and (B, H) its final state, as ``nn.GRU`` on packed
+    sequences gives them."""
+    suffix = "_reverse" if reverse else ""
+    w_ih, w_hh, b_ih, b_hh = (getattr(rnn, f"{name}_l0{suffix}")
+                              for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+    rows, steps, _ = embeds.shape
+    h = embeds.new_zeros(rows, w_hh.shape[1])
+    out: list[torch.Tensor | None] = [None] * steps
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        real = mask[:, t].unsqueeze(1)
+        h = torch.where(real, gru_step(embeds[:, t], h, w_ih, w_hh, b_ih, b_hh, eps), h)
+        out[t] = h * real.to(h.dtype)
+    return torch.stack(out, dim=1), h  # type: ignore[arg-type]
 
 
 def bilstm(rnn: nn.LSTM, embeds: torch.Tensor, mask: torch.Tensor, eps: float = EPS

@@ -22,8 +22,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from faithbench.benchmark.core.api import Batch
-from faithbench.benchmark.core.models.blocks import AdditiveAttention
+from faithbench.benchmark.core import lrp
+from faithbench.benchmark.core.api import ATTENTION, EMBEDDINGS, GRADIENTS, LRP, Batch
+from faithbench.benchmark.core.models.blocks import AdditiveAttention, nonempty
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,17 @@ class BiGRUEncoder(nn.Module):
         out, _ = pad_packed_sequence(out, batch_first=True, total_length=embeds.shape[1])
         return out, torch.cat([last[0], last[1]], dim=-1)
 
+    def lrp_forward(self, embeds: torch.Tensor, mask: torch.Tensor, eps: float):
+        """``forward``, unrolled step by step in LRP operations (``core.lrp.gru_step``)."""
+        mask = nonempty(mask)
+        fwd, fwd_last = lrp.gru_direction(self.rnn, embeds, mask, reverse=False, eps=eps)
+        bwd, bwd_last = lrp.gru_direction(self.rnn, embeds, mask, reverse=True, eps=eps)
+        return torch.cat([fwd, bwd], dim=-1), torch.cat([fwd_last, bwd_last], dim=-1)
+
 
 class AttentionSeq2Seq(nn.Module):
+    capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LRP})
+
     def __init__(self, config: Seq2SeqConfig):
         super().__init__()
         self.config = config
@@ -128,3 +138,25 @@ class AttentionSeq2Seq(nn.Module):
 
     def forward(self, batch: Batch) -> torch.Tensor:
         return self.logits(batch)
+
+    def lrp_logits(self, embeds: torch.Tensor, batch: Batch, eps: float = lrp.EPS
+                   ) -> torch.Tensor:
+        """``logits_from_embeddings`` (eval mode) rebuilt from LRP operations: the
+        encoder and decoder GRUs with their gates constant, the attention weights
+        constant, the ε-rule on every linear map and sum. The target prefix's word
+        embeddings receive relevance too; only the source's is returned by explainers."""
+        if batch.prefix is None:
+            raise ValueError("a seq2seq batch needs a teacher-forced prefix (starting with BOS)")
+        states, last = self.encoder.lrp_forward(embeds, batch.mask, eps)
+        s = lrp.passthrough(torch.tanh, lrp.linear(last, self.init_state, eps))
+        context = states.new_zeros(states.shape[0], states.shape[2])
+        words = self.tgt_embedding(batch.prefix)
+        cell = self.cell
+        outputs = []
+        for k in range(words.shape[1]):
+            s = lrp.gru_step(torch.cat([words[:, k], context], dim=-1), s, cell.weight_ih,
+                             cell.weight_hh, cell.bias_ih, cell.bias_hh, eps)
+            context = self.attn.lrp_forward(states, batch.mask, eps, query=s)
+            outputs.append(lrp.passthrough(torch.tanh, lrp.linear(
+                torch.cat([s, context], dim=-1), self.readout, eps)))
+        return lrp.linear(self._last_step(torch.stack(outputs, dim=1), batch), self.out, eps)
