@@ -22,11 +22,13 @@ from faithbench.submissions import (
     lrp,
     occlusion,
     random,
+    smoothgrad,
+    vargrad,
 )
 
 REGISTRY = Registry("reference explainer")
 for _module in (attention, gradient, gradient_x_input, integrated_gradients, occlusion, random,
-                attention_rollout, lrp):
+                attention_rollout, lrp, smoothgrad, vargrad):
     REGISTRY.add(_module.EXPLAINER.spec.name, _module.EXPLAINER)
 
 REFERENCE = tuple(REGISTRY.names())
@@ -39,6 +41,10 @@ PARAMS: dict[str, dict[str, Param]] = {
     "attention_rollout": {"heads": Param(str, choices=attention_rollout.HEADS)},
     "lrp": {"eps": Param(float, low=0.0, low_open=True, text="float > 0 (the ε-rule's "
                          "stabilizer)")},
+    **{name: {"n_samples": Param(int, low=1, text="int >= 1 (noisy copies per example)"),
+              "noise": Param(float, low=0.0, text="float >= 0 (σ as a fraction of the "
+                             "example's embedding range)")}
+       for name in ("smoothgrad", "vargrad")},
 }
 # those every task model serves (the rest need e.g. a Transformer's per-layer attention)
 UNIVERSAL = tuple(n for n in REFERENCE

@@ -180,7 +180,7 @@ def test_agreement_default_set_leaves_out_what_the_model_cannot_serve(tmp_path, 
     [record] = [json.loads(line) for line in (out / "agreement.jsonl").read_text().splitlines()]
     names = {e.split("[")[0].split("@")[0] for e in record["explainers"]}
     assert names == {"attention", "gradient", "gradient_x_input", "integrated_gradients",
-                     "lrp", "occlusion", "random"}  # attention_rollout needs per-layer attention
+                     "lrp", "occlusion", "random", "smoothgrad", "vargrad"}  # attention_rollout needs per-layer attention
     assert "examples: first 12 of the split" in capsys.readouterr().out
 
 

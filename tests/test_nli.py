@@ -76,7 +76,7 @@ def test_pipeline_with_per_segment_metrics(shared_data, tmp_path):
     summary = run(config)
     assert summary.exit_code == 0
     records = read_results(tmp_path / "results.jsonl")
-    assert len(records) == 7 * 4  # the seven explainers a BiLSTM serves
+    assert len(records) == 9 * 4  # the nine explainers a BiLSTM serves
     ids = {r.metric for r in records}
     assert "comprehensiveness[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil;segment=1]@1" in ids
     # segment_share recomputed by hand from the cached explanations and the segments
@@ -89,7 +89,7 @@ def test_pipeline_with_per_segment_metrics(shared_data, tmp_path):
                          progress=False)
     segments = {e.id: e.segments for e in ready.examples("test", limit=12)}
     shares = [r for r in records if r.metric.startswith("segment_share")]
-    assert len(shares) == 7
+    assert len(shares) == 9
     for r in shares:
         name = r.explainer.split("[")[0].split("@")[0]
         [path] = (tmp_path / "explanations").glob(f"nli-{name}-*.jsonl")

@@ -38,13 +38,13 @@ def test_run_synthetic_all_units(tmp_path, synthetic_ready):
     records = read_results(tmp_path / "results.jsonl")
     explainers = {r.explainer.split("[")[0].split("@")[0] for r in records}
     assert explainers == {"attention", "gradient", "gradient_x_input", "integrated_gradients",
-                          "lrp", "occlusion", "random"}
+                          "lrp", "occlusion", "random", "smoothgrad", "vargrad"}
     metrics = {r.metric.split("[")[0].split("@")[0] for r in records}
     assert metrics == {"aopc_morf", "aopc_lerf", "comprehensiveness", "sufficiency", "flip_rate",
                        "flip_fraction", "taucorr_loo", "r_precision", "average_precision",
                        "token_f1", "auprc", "token_f1_micro"}
     # attention_rollout needs per-layer attention: the default set leaves it out here
-    assert len(records) == len({r.key for r in records}) == 7 * 12
+    assert len(records) == len({r.key for r in records}) == 9 * 12
     for r in records:
         if r.aggregation is not None:  # corpus level: checked in test_corpus
             continue
@@ -60,11 +60,11 @@ def test_run_synthetic_all_units(tmp_path, synthetic_ready):
     f1 = {r.explainer.split("@")[0].split("[")[0]: r.estimate.mean
           for r in records if r.metric.startswith("r_precision")}
     assert f1["occlusion"] > 0.75 and f1["integrated_gradients"] > 0.75 and f1["random"] < 0.35
-    assert len(summary.entries) == 7
+    assert len(summary.entries) == 9
     # a second run computes nothing and returns the same results
     again = run(RunConfig(out=str(tmp_path), **FAST))
-    assert again.computed == 0 and again.skipped == 84
-    assert len(read_results(tmp_path / "results.jsonl")) == 84
+    assert again.computed == 0 and again.skipped == 108
+    assert len(read_results(tmp_path / "results.jsonl")) == 108
 
 
 def test_broken_plugin_is_recorded_and_skipped(tmp_path, synthetic_ready):

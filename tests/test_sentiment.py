@@ -38,8 +38,8 @@ def test_pipeline_on_a_slice(shared_data, tmp_path):
     summary = run(config)
     assert summary.exit_code == 0
     records = read_results(tmp_path / "results.jsonl")
-    # seven explainers (rollout needs a Transformer) x seven faithfulness + five plausibility
-    assert len(records) == 7 * 12
+    # nine explainers (rollout needs a Transformer) x seven faithfulness + five plausibility
+    assert len(records) == 9 * 12
     for r in records:
         assert r.task == "sentiment@1" and r.estimate.n == 16  # all 16 have a rationale
         acc = r.provenance.model_accuracy
