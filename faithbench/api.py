@@ -1,6 +1,7 @@
 """What an explainer plugin imports from faithbench: its spec, the batch and model
 surface it is handed, the seeded per-example generator, the capability names it may
-require, and two helpers for attention over word pieces. See
+require, two helpers for attention over word pieces, and ``noisy_gradients``
+(gradients at noisy copies, the noise drawn per example). See
 ``faithbench/submissions/TEMPLATE.py`` (``submissions/TEMPLATE.py`` in the repository).
 
 Tasks and metrics are written inside the repository against the engine's own
@@ -27,6 +28,7 @@ from faithbench.benchmark.core.api import (
     over_pieces,
     token_attention,
 )
+from faithbench.benchmark.core.noise import noisy_gradients
 
 __all__ = [
     "ATTENTION",
@@ -41,6 +43,7 @@ __all__ = [
     "Target",
     "capabilities",
     "example_generator",
+    "noisy_gradients",
     "over_pieces",
     "token_attention",
 ]

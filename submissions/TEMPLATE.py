@@ -72,8 +72,10 @@ class MyExplainer:
         name="my_explainer",
         # bump whenever the scores this code returns change (a fix, a new default)
         version="1",
-        # capabilities the model must offer: GRADIENTS, EMBEDDINGS, ATTENTION (from api);
-        # a task whose model lacks one skips this explainer instead of failing
+        # capabilities the model must offer: GRADIENTS, EMBEDDINGS, ATTENTION,
+        # LAYER_ATTENTION (a Transformer's per-layer maps), LRP (``lrp_logits``: a forward
+        # pass whose backward carries LRP relevance), all from api; a task whose model
+        # lacks one skips this explainer instead of failing
         requires=frozenset({GRADIENTS, EMBEDDINGS}),
         # every setting that changes the scores, as (key, value) pairs; they appear in the
         # canonical id ``name[key=value;...]@version``. Leave out pure speed knobs (chunk sizes).

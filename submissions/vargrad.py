@@ -3,7 +3,7 @@ neural networks lack sensitivity to parameter values"): the variance, over noisy
 of the input, of the target logit's gradient wrt the embeddings, summed over the
 embedding dimension per token. Captum's definition (``NoiseTunnel(Saliency)``,
 ``nt_type="vargrad"``, ``abs=False``: mean of squares minus the square of the mean),
-with SmoothGrad's noise (``faithbench.submissions.smoothgrad``): σ = ``noise`` times the
+with SmoothGrad's noise (``faithbench.api.noisy_gradients``): σ = ``noise`` times the
 range of the example's embedding values, drawn from the example's own generator.
 """
 
@@ -13,8 +13,15 @@ from dataclasses import dataclass, field
 
 import torch
 
-from faithbench.api import EMBEDDINGS, GRADIENTS, Batch, ExplainableModel, ExplainerSpec, Target
-from faithbench.submissions.smoothgrad import noisy_gradients
+from faithbench.api import (
+    EMBEDDINGS,
+    GRADIENTS,
+    Batch,
+    ExplainableModel,
+    ExplainerSpec,
+    Target,
+    noisy_gradients,
+)
 
 
 @dataclass(frozen=True)
