@@ -33,6 +33,10 @@ The contract of ``explain(model, batch, target, *, rng)``:
 - Randomness only from ``example_generator(rng, batch.example_ids[b])`` (in
   ``faithbench.api``), one generator per example: an explainer is a
   deterministic function of (model, example, seed), whatever ``deterministic`` says.
+  Noise drawn once for the whole batch (``torch.randn(B, ...)``) changes an example's
+  scores with its batch and fails ``validate``'s alone-vs-batch check; for Gaussian
+  noise on the embeddings, ``faithbench.api.noisy_gradients`` draws it per example
+  (SmoothGrad and VarGrad use it).
 - ``spec.name`` matches ``[a-z][a-z0-9_]{0,63}`` and may not be a reference
   explainer's name; the version and parameter values are short plain strings.
 - Use only the model surface: ``logits``, ``embed``, ``logits_from_embeddings``,

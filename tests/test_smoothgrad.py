@@ -83,3 +83,32 @@ def test_noise_matters_and_two_runs_agree():
     assert plain == pytest.approx(g.norm(dim=-1).masked_fill(~batch.mask, 0), abs=1e-6)
     flat = VarGradExplainer(n_samples=3, noise=0.0).explain(model, batch, target, rng=rng)
     assert flat.abs().max() < 1e-9
+
+
+def test_noise_drawn_for_the_whole_batch_fails_and_is_pointed_to_the_per_example_helper():
+    """The failure a SmoothGrad written the naive way gets: its example's noise depends on
+    the batch it came in, and the message names the fix."""
+    from dataclasses import dataclass, field
+
+    from faithbench.benchmark.core.api import GRADIENTS, ExplainerSpec
+    from faithbench.benchmark.core.isolation import InProcess
+    from faithbench.benchmark.core.validation import run_checks
+
+    @dataclass(frozen=True)
+    class BatchNoise:
+        spec: ExplainerSpec = field(default_factory=lambda: ExplainerSpec(
+            name="batch_noise", version="1", requires=frozenset({GRADIENTS})))
+
+        def explain(self, model, batch, target, *, rng):
+            return torch.randn(batch.ids.shape, generator=rng)
+
+    explainer, batch = BatchNoise(), batch_of(ROWS[:6])
+    results = {r.check: r for r in run_checks(explainer, InProcess(explainer, tiny_classifier(),
+                                                                    1.0),
+                                              batch, torch.zeros(6, dtype=torch.long))}
+    failed = results["alone_vs_batch"]
+    assert not failed.passed
+    assert "noisy_gradients" in failed.detail and "TEMPLATE" in failed.detail
+    good = SmoothGradExplainer(n_samples=3)
+    assert all(r.passed for r in run_checks(good, InProcess(good, tiny_classifier(), 1.0),
+                                            batch, torch.zeros(6, dtype=torch.long)))

@@ -201,8 +201,11 @@ def compare_rows(name: str, stage: str, want: torch.Tensor, batch: Batch, rows: 
             raise PluginError(name, stage, f"example {batch.example_ids[row]}'s scores differ by "
                               f"up to {diff:.3g} {where} (an explainer must be a deterministic "
                               "function of model, example and seed: randomness only from "
-                              "api.example_generator, no dependence on the other rows, the "
-                              "position or the padding)", (batch.example_ids[row],))
+                              "api.example_generator, one generator per example, not noise "
+                              "drawn for the whole batch (api.noisy_gradients draws input "
+                              "noise per example; see submissions/TEMPLATE.py); no dependence "
+                              "on the other rows, the position or the padding)",
+                              (batch.example_ids[row],))
 
 
 def check_invariance(name: str, caller, batch: Batch, target, want: torch.Tensor, *,
