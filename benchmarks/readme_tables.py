@@ -1,4 +1,4 @@
-"""Regenerate the README's leaderboard tables from result files.
+"""Regenerate the leaderboard tables of README.md and docs/results.md from result files.
 
 Each measured table in the README sits under the command that prints it, on a line of
 its own in backticks (`` `faithbench leaderboard --entries runs/... --format markdown
@@ -23,7 +23,9 @@ from pathlib import Path
 
 from faithbench.benchmark.cli import main as faithbench
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+# the README's headline table and every table of the results page
+PAGES = (ROOT / "README.md", ROOT / "docs" / "results.md")
 PREFIX = "`faithbench leaderboard "
 
 
@@ -82,18 +84,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true",
                         help="only say which tables would change; exit 1 if any would")
     args = parser.parse_args(argv)
-    old = README.read_text().splitlines()
-    new, done, skipped = regenerate(old, args.runs_root)
-    for cmd in skipped:
-        print(f"skipped (no entries under {args.runs_root}): faithbench {cmd}", file=sys.stderr)
-    changed = new != old
-    print(f"{len(done)} tables regenerated, {len(skipped)} skipped; "
-          f"README {'changes' if changed else 'unchanged'}")
-    if args.check:
-        return 1 if changed else 0
-    if changed:
-        README.write_text("\n".join(new) + "\n")
-    return 0
+    any_change = False
+    for page in PAGES:
+        old = page.read_text().splitlines()
+        new, done, skipped = regenerate(old, args.runs_root)
+        for cmd in skipped:
+            print(f"skipped (no entries under {args.runs_root}): faithbench {cmd}",
+                  file=sys.stderr)
+        changed = new != old
+        any_change |= changed
+        print(f"{page.relative_to(ROOT)}: {len(done)} tables regenerated, {len(skipped)} "
+              f"skipped; {'changes' if changed else 'unchanged'}")
+        if changed and not args.check:
+            page.write_text("\n".join(new) + "\n")
+    return 1 if args.check and any_change else 0
 
 
 if __name__ == "__main__":
