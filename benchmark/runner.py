@@ -65,7 +65,7 @@ class RunSummary:
     accuracy: dict = field(default_factory=dict)
     entries: list[Entry] = field(default_factory=list)  # the leaderboard entries written
     seconds: float = 0.0
-    rows_requested: int = 0  # perturbed rows the metrics asked for
+    rows_requested: int = 0  # perturbed rows the metrics and perturbation explainers asked for
     rows_forwarded: int = 0  # distinct rows that went through a model
     selection: str = "all"  # which examples of each split (selection_label)
 
@@ -288,7 +288,12 @@ def _run_group(session: EvaluationSession, explainer, group, metrics, done, summ
         return
     for unit in todo:
         metric = metrics[unit.metric]
-        scored = session.score(metric, explained.scores, explainer=explainer)
+        try:
+            scored = session.score(metric, explained.scores, explainer=explainer)
+        except PluginError as exc:  # a sanity check runs the explainer on another model
+            summary.failures.append(record_failure(out, exc, session.spec.id,
+                                                   explainer.spec.id, session.seed))
+            continue
         record = session.record(unit, explainer, metric, scored, explained)
         write_jsonl_atomic(out / record.per_example_file, per_example_rows(scored))
         append_jsonl(out / "results.jsonl", record.as_dict())

@@ -81,9 +81,11 @@ def score_batches(session: EvaluationSession, metric, scores: Sequence[Sequence[
 
 def score_training(session: EvaluationSession, metric, scores: Sequence[Sequence[float]],
                    explainer: Explainer | None) -> Scored:
-    """A retraining metric: it gets the task, the explainer and a retrainer."""
+    """A retraining metric (or one that explains other models: the sanity checks): it
+    gets the task, the explainer and a retrainer."""
     if explainer is None or session.task is None or session.options is None:
-        raise InputError(f"metric {metric.spec.name} retrains models: it runs in "
+        does = "retrains models" if metric.spec.needs_training else "runs the explainer again"
+        raise InputError(f"metric {metric.spec.name} {does}: it runs in "
                          "`faithbench run`, which hands it the task and the explainer")
     executor = session.config.execution.job_executor()
     out = metric.evaluate(TrainingInput(

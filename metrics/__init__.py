@@ -31,6 +31,12 @@ from faithbench.metrics.plausibility import (
 )
 from faithbench.metrics.rationale import COMPREHENSIVENESS, ROUNDINGS, SUFFICIENCY
 from faithbench.metrics.roar import MASKS, ROAR
+from faithbench.metrics.sanity import (
+    DEPTH,
+    RANDOMIZATION_CASCADING,
+    RANDOMIZATION_DATA,
+    RANDOMIZATION_INDEPENDENT,
+)
 from faithbench.metrics.share import SEGMENT_SHARE
 from faithbench.metrics.variants import GRANULARITIES, TIES
 
@@ -52,6 +58,10 @@ REGISTRY.add(AER_METRIC.spec.name, AER_METRIC)
 REGISTRY.add(PRECISION_METRIC.spec.name, PRECISION_METRIC)
 REGISTRY.add(RECALL_METRIC.spec.name, RECALL_METRIC)
 REGISTRY.add(ROAR.spec.name, ROAR)
+# sanity checks (family "sanity"): the explainer run again on a randomized model
+REGISTRY.add(RANDOMIZATION_CASCADING.spec.name, RANDOMIZATION_CASCADING)
+REGISTRY.add(RANDOMIZATION_INDEPENDENT.spec.name, RANDOMIZATION_INDEPENDENT)
+REGISTRY.add(RANDOMIZATION_DATA.spec.name, RANDOMIZATION_DATA)
 
 
 # Named parameter sets: ``name[preset=P]`` is ``name`` with these parameters (explicit
@@ -106,6 +116,11 @@ PARAMS: dict[str, Param] = {
                       text="None | a fraction in (0, 1] (with links=threshold)"),
     "ratio": Param(float, low=0, high=1, text="a fraction in [0, 1]"),
     "mask": _choice(*MASKS),
+    "depth": DEPTH,
+    "layer": Param(str, text="a layer group of the task's model, e.g. out, attention, "
+                             "encoder, embedding, layer_0 (the groups are listed when "
+                             "one is not found)"),
+    "absolute": _choice(True, False),
 }
 
 
@@ -137,14 +152,16 @@ def get_metric(name: str) -> SimpleMetric:
 def default_metrics(kind: str, has_reference: bool) -> list[SimpleMetric]:
     """Registered metrics that apply to task ``kind``, in registration order;
     reference-needing (plausibility) metrics only if the task has references. Metrics
-    that retrain models (ROAR) run only when asked for by name: each costs a training."""
+    that retrain models (ROAR, ``randomization_data``) run only when asked for by name:
+    each costs a training; so do the other sanity checks, each an explanation pass more
+    per explainer (``--metrics randomization_cascading``)."""
     if kind not in TASK_KINDS:
         raise UnknownNameError(f"unknown task kind {kind!r} (known: {', '.join(TASK_KINDS)})")
     return [
         metric
         for _, metric in REGISTRY.items()
         if kind in metric.spec.kinds and (has_reference or not metric.spec.needs_reference)
-        and not metric.spec.needs_training
+        and not metric.spec.needs_training and not metric.spec.needs_explainer
     ]
 
 

@@ -47,6 +47,8 @@ def values(param: Param):
     """Every value the declaration accepts (a strategy)."""
     if param.choices is not None:
         one = st.sampled_from(param.choices)
+    elif param.kind is str:  # a free name (e.g. a model's layer group)
+        one = st.from_regex(r"[a-z][a-z0-9_]{0,15}", fullmatch=True)
     elif param.kind is int:
         one = st.integers(min_value=-8 if param.low is None else int(param.low) + param.low_open,
                           max_value=64 if param.high is None else int(param.high))

@@ -472,8 +472,10 @@ def test_mixed_lengths_equal_each_example_alone(chunk):
                 assert t.flags[k][i].item() == a.flags[k].item()
 
 
-# metrics computed per batch; a retraining metric (ROAR) has its own tests (test_roar)
-PER_BATCH = [name for name, m in REGISTRY.items() if not m.spec.needs_training]
+# metrics computed per batch; a retraining metric (ROAR) and the sanity checks, which run
+# the explainer on other models, have their own tests (test_roar, test_sanity)
+PER_BATCH = [name for name, m in REGISTRY.items()
+             if not m.spec.needs_training and not m.spec.needs_explainer]
 
 
 class CountingPerturber(Perturber):
@@ -580,6 +582,9 @@ def test_registry_and_helpers():
         "alignment_precision",
         "alignment_recall",
         "roar",
+        "randomization_cascading",
+        "randomization_independent",
+        "randomization_data",
     ]
     with pytest.raises(UnknownNameError, match="did you mean 'sufficiency'"):
         get_metric("sufficency")
@@ -593,6 +598,7 @@ def test_registry_and_helpers():
     # erasure per row and AER; taucorr_loo is for classifiers only
     assert alignment == REGISTRY.names()[:6] + REGISTRY.names()[13:16]
     assert "roar" not in plain + pairs  # retraining runs only when asked for
+    assert not [n for n in plain + pairs + alignment if n.startswith("randomization")]
     with pytest.raises(UnknownNameError):
         default_metrics("regression", has_reference=False)
     with pytest.raises(InputError, match="did you mean 'k_max'"):

@@ -7,8 +7,9 @@ PAIR_CLASSIFICATION = "pair_classification"
 ALIGNMENT = "alignment"
 TASK_KINDS = (CLASSIFICATION, PAIR_CLASSIFICATION, ALIGNMENT)
 
-# Metric families, in the order tables list them; rankings never mix two.
-FAMILIES = ("faithfulness", "plausibility", "descriptive")
+# Metric families, in the order tables list them; rankings never mix two. "sanity": the
+# sanity checks (Adebayo et al. 2018), whether explanations change with the model.
+FAMILIES = ("faithfulness", "plausibility", "descriptive", "sanity")
 
 # Which end of a metric is better; "none": a descriptive quantity (e.g. the premise
 # share of the top-k), listed high to low, but neither end is better.
