@@ -5,7 +5,14 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from faithbench.benchmark.core import lrp
-from faithbench.benchmark.core.api import ATTENTION, EMBEDDINGS, GRADIENTS, LRP
+from faithbench.benchmark.core.api import (
+    ATTENTION,
+    ATTENTION_GRADIENT,
+    ATTENTION_VECTORS,
+    EMBEDDINGS,
+    GRADIENTS,
+    LRP,
+)
 
 
 class BiLSTMEncoder(nn.Module):
@@ -37,14 +44,17 @@ class AdditiveAttention(nn.Module):
         self.query = nn.Linear(query_dim, attn_dim, bias=False) if query_dim else None
         self.v = nn.Linear(attn_dim, 1, bias=False)
 
-    def forward(self, states: torch.Tensor, mask: torch.Tensor, query: torch.Tensor | None = None):
-        """Returns weights (B, T) and the context (B, state_dim)."""
-        hidden = self.key(states)
-        if self.query is not None and query is not None:
-            hidden = hidden + self.query(query).unsqueeze(1)
-        scores = self.v(torch.tanh(hidden)).squeeze(-1)
-        mask = nonempty(mask)
-        weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    def forward(self, states: torch.Tensor, mask: torch.Tensor, query: torch.Tensor | None = None,
+                weights: torch.Tensor | None = None):
+        """Returns weights (B, T) and the context (B, state_dim); given ``weights``
+        (``logits_from_attention``) take the place of the computed ones."""
+        if weights is None:
+            hidden = self.key(states)
+            if self.query is not None and query is not None:
+                hidden = hidden + self.query(query).unsqueeze(1)
+            scores = self.v(torch.tanh(hidden)).squeeze(-1)
+            mask = nonempty(mask)
+            weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
         context = torch.bmm(weights.unsqueeze(1), states).squeeze(1)
         return weights, context
 
@@ -65,13 +75,59 @@ def nonempty(mask: torch.Tensor) -> torch.Tensor:
     return mask
 
 
-class AttentionModelSurface(nn.Module):
+def positions(mask: torch.Tensor) -> torch.Tensor:
+    """(B, T) each batch position's own index, -1 at padding (the ``index`` a one-sequence
+    model returns where a Transformer returns each piece's place in its full sequence)."""
+    return torch.where(mask, torch.arange(mask.shape[1], device=mask.device), -1)
+
+
+class AttentionParts:
+    """``ATTENTION_VECTORS`` and ``ATTENTION_GRADIENT`` of a model whose output reads one
+    additive attention, derived from ``_attend(embeds, batch, weights=None) -> (logits
+    (B, C), weights (B, T), vectors (B, T, K))``: the weights the model uses (given
+    ``weights`` replace them), and f(h_t), the linear map the model applies to the
+    attended states after the weighting and before its first nonlinearity, so that the
+    attention's contribution there is Σ_t α_t f(h_t) (Kobayashi et al. 2020's f(x)).
+
+    Shapes follow a Transformer's (one head, one query, and the batch's own positions):
+    weights (B, 1, T), vectors (B, 1, T, K), index (B, T)."""
+
+    def embed(self, batch) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _attend(self, embeds: torch.Tensor, batch, weights: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def attention_vectors(self, batch, layer: int | None = None
+                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(B, 1, T) attention weights, (B, 1, T, K) the vectors f(h_t) they weight, and
+        (B, T) positions (-1 at padding)."""
+        if layer is not None:
+            raise ValueError("this model has one attention; layer selects a Transformer's")
+        _, weights, vectors = self._attend(self.embed(batch), batch)
+        return weights.unsqueeze(1), vectors.unsqueeze(1), positions(batch.mask)
+
+    def attention_leaf(self, batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, 1, T) the attention weights ``logits_from_attention`` takes, and (B, T)
+        positions (-1 at padding)."""
+        _, weights, _ = self._attend(self.embed(batch), batch)
+        return weights.unsqueeze(1), positions(batch.mask)
+
+    def logits_from_attention(self, weights: torch.Tensor, batch) -> torch.Tensor:
+        """(B, C) the logits with ``weights`` (B, 1, T) in place of the model's attention:
+        differentiable wrt ``weights`` (the attention as a leaf, Serrano & Smith 2019)."""
+        return self._attend(self.embed(batch), batch, weights[:, 0])[0]
+
+
+class AttentionModelSurface(AttentionParts, nn.Module):
     """The model surface of faithbench.api, derived from one method
     ``_forward(embeds, batch) -> (logits (B, C), attention weights (B, T))`` and an
     ``embedding`` table, so every task model exposes it the same way."""
 
     embedding: nn.Embedding
-    capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LRP})
+    capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LRP, ATTENTION_VECTORS,
+                              ATTENTION_GRADIENT})
 
     def _forward(self, embeds: torch.Tensor, batch) -> tuple[torch.Tensor, torch.Tensor]:
         raise NotImplementedError

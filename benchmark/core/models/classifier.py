@@ -44,11 +44,24 @@ class AttentionClassifier(AttentionModelSurface):
         self.out = nn.Linear(self.encoder.output_dim, config.num_classes)
 
     def _forward(self, embeds: torch.Tensor, batch: Batch):
+        logits, weights, _ = self._attend(embeds, batch)
+        return logits, weights
+
+    def _attend(self, embeds: torch.Tensor, batch: Batch, weights: torch.Tensor | None = None):
+        """Logits, attention weights and f(h_t) = W_out h_t: the output layer is the
+        linear map between the attention's weighted sum and the softmax (its bias is
+        added once, after the sum, so no token's)."""
         states = self.encoder(self.dropout(embeds), batch.mask)
-        weights, context = self.attn(states, batch.mask)
-        return self.out(self.dropout(context)), weights
+        weights, context = self.attn(states, batch.mask, weights=weights)
+        return self.out(self.dropout(context)), weights, states @ self.out.weight.T
 
     def lrp_logits(self, embeds: torch.Tensor, batch: Batch, eps: float = lrp.EPS
                    ) -> torch.Tensor:
         states = self.encoder.lrp_forward(embeds, batch.mask, eps)
         return lrp.linear(self.attn.lrp_forward(states, batch.mask, eps), self.out, eps)
+
+    def layer_groups(self) -> list[tuple[str, list[nn.Module]]]:
+        """Layer groups, output first, as parameter randomization re-initializes them
+        (``faithbench.benchmark.core.randomize``)."""
+        return [("out", [self.out]), ("attention", [self.attn]), ("encoder", [self.encoder]),
+                ("embedding", [self.embedding])]

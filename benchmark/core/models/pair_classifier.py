@@ -55,6 +55,15 @@ def split_segment(embeds: torch.Tensor, batch: Batch, segment: int):
     return picked * mask.unsqueeze(-1), mask, positions
 
 
+def side_weights(weights: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor
+                 ) -> torch.Tensor:
+    """One side's (B, S) attention weights from row-level (B, T) ``weights``; an empty
+    side keeps ``nonempty``'s convention (its one padding step takes weight 1)."""
+    picked = weights.gather(1, positions) * mask
+    first = torch.arange(mask.shape[1], device=mask.device) == 0
+    return picked + (~mask.any(dim=1, keepdim=True) & first).to(picked.dtype)
+
+
 def masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     mask = nonempty(mask)
     w = mask.unsqueeze(-1).float()
@@ -80,6 +89,15 @@ class PairAttentionClassifier(AttentionModelSurface):
                                  nn.Dropout(config.dropout), nn.Linear(config.mlp_dim, config.num_classes))
 
     def _forward(self, embeds: torch.Tensor, batch: Batch):
+        logits, weights, _ = self._attend(embeds, batch)
+        # one weight per input token: each side's weights (summing to 1) at its positions, halved
+        return logits, weights / 2
+
+    def _attend(self, embeds: torch.Tensor, batch: Batch, weights: torch.Tensor | None = None):
+        """Logits, each side's attention weights at its positions (each side's summing to
+        1), and f(h_t) = h_t: the contexts enter |c_p − c_h| and c_p ⊙ c_h, nonlinear at
+        once, so no linear map follows the weighting. Given ``weights`` (B, T) are each
+        side's weights at its positions."""
         if batch.segments is None:
             raise ValueError("the NLI model needs batch.segments (0 premise, 1 hypothesis)")
         embeds = self.dropout(embeds)
@@ -87,15 +105,21 @@ class PairAttentionClassifier(AttentionModelSurface):
         h_emb, h_mask, h_pos = split_segment(embeds, batch, 1)
         p_states = self.premise_encoder(p_emb, p_mask)
         h_states = self.hypothesis_encoder(h_emb, h_mask)
-        p_weights, p_ctx = self.premise_attn(p_states, p_mask, masked_mean(h_states, h_mask))
-        h_weights, h_ctx = self.hypothesis_attn(h_states, h_mask, masked_mean(p_states, p_mask))
+        p_given, h_given = (None, None) if weights is None else (
+            side_weights(weights, p_pos, p_mask), side_weights(weights, h_pos, h_mask))
+        p_weights, p_ctx = self.premise_attn(p_states, p_mask, masked_mean(h_states, h_mask),
+                                             p_given)
+        h_weights, h_ctx = self.hypothesis_attn(h_states, h_mask, masked_mean(p_states, p_mask),
+                                                h_given)
         features = torch.cat([p_ctx, h_ctx, (p_ctx - h_ctx).abs(), p_ctx * h_ctx], dim=-1)
         logits = self.mlp(self.dropout(features))
-        # one weight per input token: each side's weights (summing to 1) at its positions, halved
-        weights = torch.zeros(batch.ids.shape, dtype=p_weights.dtype, device=embeds.device)
-        weights.scatter_add_(1, p_pos, p_weights * p_mask / 2)
-        weights.scatter_add_(1, h_pos, h_weights * h_mask / 2)
-        return logits, weights
+        row = torch.zeros(batch.ids.shape, dtype=p_weights.dtype, device=embeds.device)
+        row = row.scatter_add(1, p_pos, p_weights * p_mask).scatter_add(1, h_pos, h_weights * h_mask)
+        vectors = embeds.new_zeros(*batch.ids.shape, p_states.shape[-1])
+        for states, mask, pos in ((p_states, p_mask, p_pos), (h_states, h_mask, h_pos)):
+            vectors = vectors.scatter_add(1, pos.unsqueeze(-1).expand_as(states),
+                                          states * mask.unsqueeze(-1))
+        return logits, row, vectors
 
     def lrp_logits(self, embeds: torch.Tensor, batch: Batch, eps: float = lrp.EPS
                    ) -> torch.Tensor:
@@ -118,3 +142,11 @@ class PairAttentionClassifier(AttentionModelSurface):
         first, last = cast(nn.Linear, self.mlp[0]), cast(nn.Linear, self.mlp[3])
         hidden = lrp.passthrough(torch.tanh, lrp.linear(features, first, eps))
         return lrp.linear(hidden, last, eps)
+
+    def layer_groups(self) -> list[tuple[str, list[nn.Module]]]:
+        """Layer groups, output first, as parameter randomization re-initializes them
+        (``faithbench.benchmark.core.randomize``); a shared encoder is one module."""
+        return [("out", [self.mlp[3]]), ("hidden", [self.mlp[0]]),
+                ("attention", [self.premise_attn, self.hypothesis_attn]),
+                ("encoder", [self.premise_encoder, self.hypothesis_encoder]),
+                ("embedding", [self.embedding])]

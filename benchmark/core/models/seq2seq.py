@@ -23,8 +23,16 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from faithbench.benchmark.core import lrp
-from faithbench.benchmark.core.api import ATTENTION, EMBEDDINGS, GRADIENTS, LRP, Batch
-from faithbench.benchmark.core.models.blocks import AdditiveAttention, nonempty
+from faithbench.benchmark.core.api import (
+    ATTENTION,
+    ATTENTION_GRADIENT,
+    ATTENTION_VECTORS,
+    EMBEDDINGS,
+    GRADIENTS,
+    LRP,
+    Batch,
+)
+from faithbench.benchmark.core.models.blocks import AdditiveAttention, AttentionParts, nonempty
 
 
 @dataclass(frozen=True)
@@ -67,8 +75,9 @@ class BiGRUEncoder(nn.Module):
         return torch.cat([fwd, bwd], dim=-1), torch.cat([fwd_last, bwd_last], dim=-1)
 
 
-class AttentionSeq2Seq(nn.Module):
-    capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LRP})
+class AttentionSeq2Seq(AttentionParts, nn.Module):
+    capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LRP, ATTENTION_VECTORS,
+                              ATTENTION_GRADIENT})
 
     def __init__(self, config: Seq2SeqConfig):
         super().__init__()
@@ -91,30 +100,40 @@ class AttentionSeq2Seq(nn.Module):
         self.out = nn.Linear(h, config.tgt_vocab_size)
         self.dropout = nn.Dropout(config.dropout)
 
-    def _decode(self, embeds: torch.Tensor, batch: Batch):
+    def _decode(self, embeds: torch.Tensor, batch: Batch, weights: torch.Tensor | None = None):
         """Readout states (B, U, H) before the output layer, for the word after each
-        prefix position, and the attention (B, U, S) at each step; padded prefix steps
-        come after the real ones, so they never change a real step's output."""
+        prefix position, the attention (B, U, S) at each step, and the encoder states
+        (B, S, 2H); padded prefix steps come after the real ones, so they never change a
+        real step's output. Given ``weights`` (B, S) replace each row's attention at its
+        last real step (the step explained)."""
         if batch.prefix is None:
             raise ValueError("a seq2seq batch needs a teacher-forced prefix (starting with BOS)")
         states, last = self.encoder(self.dropout(embeds), batch.mask)  # (B, S, 2H), (B, 2H)
+        explained = self._last_index(batch, batch.prefix.shape[1])  # (B,)
         s = torch.tanh(self.init_state(last))  # (B, H)
         context = states.new_zeros(states.shape[0], states.shape[2])  # (B, 2H)
         words = self.dropout(self.tgt_embedding(batch.prefix))  # (B, U, E)
-        outputs, weights = [], []
+        given, outputs, steps = weights, [], []
         for k in range(words.shape[1]):  # over prefix steps, not over examples
             s = self.cell(torch.cat([words[:, k], context], dim=-1), s)
             w, context = self.attn(states, batch.mask, query=s)
+            if given is not None:
+                w = torch.where((explained == k).unsqueeze(1), given, w)
+                context = torch.bmm(w.unsqueeze(1), states).squeeze(1)
             outputs.append(torch.tanh(self.readout(torch.cat([s, context], dim=-1))))
-            weights.append(w)
-        return self.dropout(torch.stack(outputs, dim=1)), torch.stack(weights, dim=1)
+            steps.append(w)
+        return self.dropout(torch.stack(outputs, dim=1)), torch.stack(steps, dim=1), states
+
+    def _last_index(self, batch: Batch, u: int) -> torch.Tensor:
+        """(B,) each row's last real prefix step, of ``u`` steps."""
+        if batch.prefix_mask is not None:
+            return (batch.prefix_mask.sum(dim=1) - 1).clamp(min=0)
+        return torch.full((batch.ids.shape[0],), u - 1, device=batch.ids.device)
 
     def _last_step(self, per_step: torch.Tensor, batch: Batch) -> torch.Tensor:
         """Pick each row's last real prefix step from (B, U, ...)."""
-        u = per_step.shape[1]
-        last = (batch.prefix_mask.sum(dim=1) - 1 if batch.prefix_mask is not None
-                else torch.full((per_step.shape[0],), u - 1, device=per_step.device))
-        index = last.clamp(min=0).view(-1, 1, *([1] * (per_step.dim() - 2)))
+        last = self._last_index(batch, per_step.shape[1])
+        index = last.view(-1, 1, *([1] * (per_step.dim() - 2)))
         index = index.expand(-1, 1, *per_step.shape[2:])
         return per_step.gather(1, index).squeeze(1)
 
@@ -135,6 +154,16 @@ class AttentionSeq2Seq(nn.Module):
     def attention(self, batch: Batch) -> torch.Tensor:
         weights = self._last_step(self._decode(self.embed(batch), batch)[1], batch)  # (B, S)
         return weights * batch.mask
+
+    def _attend(self, embeds: torch.Tensor, batch: Batch, weights: torch.Tensor | None = None):
+        """Logits of the next target word, the attention at the step explained, and
+        f(h_t) = R_c h_t, R_c the readout's columns that read the context: the linear map
+        between the attention's weighted sum and the readout's tanh (its bias and the
+        decoder state's columns are added once, after the sum)."""
+        outputs, steps, states = self._decode(embeds, batch, weights)
+        logits = self.out(self._last_step(outputs, batch))
+        reads_context = self.readout.weight[:, self.config.hidden:]  # (H, 2H)
+        return logits, self._last_step(steps, batch), states @ reads_context.T
 
     def forward(self, batch: Batch) -> torch.Tensor:
         return self.logits(batch)
@@ -160,3 +189,11 @@ class AttentionSeq2Seq(nn.Module):
             outputs.append(lrp.passthrough(torch.tanh, lrp.linear(
                 torch.cat([s, context], dim=-1), self.readout, eps)))
         return lrp.linear(self._last_step(torch.stack(outputs, dim=1), batch), self.out, eps)
+
+    def layer_groups(self) -> list[tuple[str, list[nn.Module]]]:
+        """Layer groups, output first, as parameter randomization re-initializes them
+        (``faithbench.benchmark.core.randomize``): the decoder is its GRU cell, its
+        initial-state map and the target embeddings; the source embeddings come last."""
+        return [("out", [self.out]), ("readout", [self.readout]), ("attention", [self.attn]),
+                ("decoder", [self.cell, self.init_state, self.tgt_embedding]),
+                ("encoder", [self.encoder]), ("embedding", [self.src_embedding])]

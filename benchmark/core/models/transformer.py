@@ -23,10 +23,13 @@ from torch import nn
 from faithbench.benchmark.core import lrp
 from faithbench.benchmark.core.api import (
     ATTENTION,
+    ATTENTION_GRADIENT,
+    ATTENTION_VECTORS,
     EMBEDDINGS,
     GRADIENTS,
     LAYER_ATTENTION,
     LRP,
+    VALUE_ZEROING,
     Batch,
     token_attention,
 )
@@ -78,8 +81,14 @@ class TransformerClassifier(nn.Module):
         self.lrp_ready = (getattr(hf.config, "model_type", None) == "bert"
                           and getattr(hf.config, "position_embedding_type", "absolute")
                           == "absolute" and hasattr(hf, "bert") and hf.bert.pooler is not None)
+        # the attention forms (attention_vectors, logits_from_attention, value_zeroing_maps)
+        # read each layer's value map and output map: BERT-layout encoders (BERT, MiniLM,
+        # RoBERTa, ELECTRA) have them where these methods look
+        self.bert_layout = bert_layers(hf) is not None
         self.capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LAYER_ATTENTION,
-                                       *([LRP] if self.lrp_ready else [])})
+                                       *([LRP] if self.lrp_ready else []),
+                                       *([ATTENTION_VECTORS, ATTENTION_GRADIENT, VALUE_ZEROING]
+                                         if self.bert_layout else [])})
         # on CPU a pass of 8-32 rows runs ~2x more rows/s than one of 256 (measured on
         # MiniLM, SST-2 lengths): the perturbation engine and IG cap their passes at this
         self.max_rows_per_pass = 32
@@ -96,6 +105,51 @@ class TransformerClassifier(nn.Module):
         weights = {k: v.detach().clone() for k, v in self.hf.state_dict().items()}
         return _rebuild, (self.hf.config, weights, self.tokenizer, self.label_order.tolist(),
                           self.training)
+
+    def layer_groups(self) -> list[tuple[str, list[nn.Module]]]:
+        """Layer groups, output first, as parameter randomization re-initializes them
+        (``faithbench.benchmark.core.randomize``): ``out``, the classification head
+        (every child of the library model beside its base), ``pooler`` where there is
+        one, the encoder layers from the last (``layer_{L-1}``) to the first (``layer_0``),
+        ``embedding`` (word, position and type embeddings and their LayerNorm)."""
+        base = self.hf.base_model
+        encoder = getattr(base, "encoder", None)
+        encoder = getattr(base, "transformer", None) if encoder is None else encoder
+        layers = getattr(encoder, "layer", None)
+        if layers is None or getattr(base, "embeddings", None) is None:
+            raise ValueError(f"{type(self.hf).__name__}: no encoder layers or embeddings "
+                             "found to randomize (BERT, RoBERTa and DistilBERT layouts are)")
+        head = [m for m in self.hf.children()
+                if m is not base and next(m.parameters(), None) is not None]
+        pooler = getattr(base, "pooler", None)
+        return ([("out", head)] + ([("pooler", [pooler])] if pooler is not None else [])
+                + [(f"layer_{i}", [layers[i]]) for i in reversed(range(len(layers)))]
+                + [("embedding", [base.embeddings])])
+
+    @torch.no_grad()
+    def init_module(self, module: nn.Module) -> bool:
+        """BERT's initializer (the library's ``_init_weights``) on one module's own
+        parameters: linear and embedding weights N(0, ``initializer_range``), biases 0,
+        a padding row 0, LayerNorm 1 and 0; False for a module it does not initialize.
+        Written out with torch's functions: the library's skip tensors it marks as loaded
+        from a checkpoint."""
+        std = getattr(self.hf.config, "initializer_range", 0.02)
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, 0.0, std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, 0.0, std)
+            if module.padding_idx is not None:
+                module.weight[module.padding_idx].zero_()
+        elif isinstance(module, nn.LayerNorm):
+            if module.weight is not None:
+                nn.init.ones_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        else:
+            return False
+        return True
 
     @property
     def word_embeddings(self) -> nn.Embedding:
@@ -164,6 +218,142 @@ class TransformerClassifier(nn.Module):
         """The default reading of attention (see ``token_attention``)."""
         maps, index = self.attention_maps(batch)
         return token_attention(maps, index, batch.mask)
+
+    # -- attention's stronger forms (BERT-layout encoders) ---------------------------------
+
+    def _layers(self) -> Any:
+        layers = bert_layers(self.hf)
+        if layers is None:
+            raise ValueError(f"attention vectors and value zeroing read BERT-layout encoder "
+                             f"layers; this is a {getattr(self.hf.config, 'model_type', '?')} "
+                             "model")
+        return layers
+
+    def _library(self, full: torch.Tensor, attention_mask: torch.Tensor, types: torch.Tensor,
+                 **flags: Any) -> Any:
+        """The library model's outputs on wrapped embeddings."""
+        kwargs = {"token_type_ids": types} if self.uses_types else {}
+        return self.hf(inputs_embeds=full, attention_mask=attention_mask, **kwargs, **flags)
+
+    def attention_vectors(self, batch: Batch, layer: int | None = None
+                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Kobayashi et al. (2020)'s parts of one layer's (default: the last) attention
+        for the [CLS] query (position 0): (B, H, S) its weights α_h,0,j per head, (B, H, S, D)
+        the vectors they weight, f_h(x_j) = (x_j W_V^h + b_V^h) W_O^h (the head's value map,
+        bias included, and its share of the output map; W_O's bias is added once, after
+        the sum over heads and positions), and (B, T) each piece's full-sequence position
+        (-1 at padding). The layer's attention output at [CLS] is Σ_h Σ_j α_h,0,j f_h(x_j)
+        + b_O."""
+        module = self._layers()[-1 if layer is None else layer]
+        full, attention_mask, types, index = self._wrap(self.embed(batch), batch)
+        out = self._library(full, attention_mask, types, output_attentions=True,
+                            output_hidden_states=True)
+        which = len(out.attentions) - 1 if layer is None else layer
+        x = out.hidden_states[:-1][which]  # the layer's input (B, S, D)
+        attn = module.attention.self
+        heads, size = attn.num_attention_heads, attn.attention_head_size
+        values = attn.value(x).view(*x.shape[:2], heads, size)  # (B, S, H, d)
+        w_o = module.attention.output.dense.weight  # (D, H·d)
+        vectors = torch.einsum("bshd,ehd->bhse", values, w_o.view(w_o.shape[0], heads, size))
+        weights = out.attentions[which][:, :, 0, :]  # (B, H, S)
+        return weights, vectors, torch.where(batch.mask, index, -1)
+
+    def attention_leaf(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, H, S) the last layer's [CLS] attention row per head, the one attention of
+        that layer the classifier reads (only [CLS] goes on to the pooler), and the (B, T)
+        index; ``logits_from_attention`` takes weights of this shape."""
+        maps, index = self.attention_maps(batch)
+        return maps[:, -1, :, 0, :], index
+
+    def logits_from_attention(self, weights: torch.Tensor, batch: Batch) -> torch.Tensor:
+        """(B, C) the logits with ``weights`` (B, H, S) in place of the last layer's [CLS]
+        attention row: the self-attention's [CLS] output becomes Σ_j w_h,j v_h,j per head
+        (forward hooks on the last layer's value map and self-attention), the rest of the
+        model as is. Differentiable wrt ``weights``."""
+        attn = self._layers()[-1].attention.self
+        heads, size = attn.num_attention_heads, attn.attention_head_size
+        seen: dict[str, torch.Tensor] = {}
+
+        def keep_values(module, args, output):
+            seen["values"] = output
+
+        def replace_cls_row(module, args, output):
+            context = output[0] if isinstance(output, tuple) else output  # (B, S, H·d)
+            values = seen["values"].view(*context.shape[:2], heads, size)
+            row = torch.einsum("bhs,bshd->bhd", weights.to(values.dtype), values)
+            context = torch.cat([row.reshape(context.shape[0], 1, -1), context[:, 1:]], dim=1)
+            return (context, *output[1:]) if isinstance(output, tuple) else context
+
+        handles = [attn.value.register_forward_hook(keep_values),
+                   attn.register_forward_hook(replace_cls_row)]
+        try:
+            return self.logits(batch)
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    @torch.no_grad()
+    def value_zeroing_maps(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Value zeroing (Mohebbi, Zuidema, Chrupała & Alishahi 2023): (B, L, S, S) float64
+        maps, entry [l, i, j] the cosine distance between token i's output of layer l and
+        its output when token j's value vector is zeroed in every head of that layer (the
+        layer's input, attention weights and everything else as they are), rows normalized
+        to sum to 1 over the real positions; and the (B, T) index. The S variants of an
+        example go through each layer in one pass (forward hooks: variant j zeroes the
+        value map's output at position j; each layer hands the next the original states)."""
+        layers = self._layers()
+        full, attention_mask, types, index = self._wrap(self.embed(batch), batch)
+        b, width = attention_mask.shape
+        maps = torch.zeros(b, len(layers), width, width, dtype=torch.float64,
+                           device=full.device)
+        per_pass = max(1, self.max_rows_per_pass // width)
+        for start in range(0, b, per_pass):
+            rows = slice(start, start + per_pass)
+            w = int(attention_mask[rows].sum(1).max())  # the chunk's own width
+            part = full[rows, :w], attention_mask[rows, :w], types[rows, :w]
+            m = part[0].shape[0]
+            hidden, zeroed = self._zeroed_layers(layers, *part)
+            real = part[1].bool()  # (m, w)
+            for i, out in enumerate(zeroed):  # (m·w, w, D): [example·variant j, position i]
+                new = unit(out.double().view(m, w, w, -1))
+                old = unit(hidden[i + 1].double()).unsqueeze(1)  # (m, 1, w, D)
+                distance = 0.5 * (new - old).pow(2).sum(-1).transpose(1, 2)  # (m, i, j)
+                distance = distance * (real.unsqueeze(2) & real.unsqueeze(1))
+                total = distance.sum(-1, keepdim=True)
+                maps[rows, i, :w, :w] = torch.where(total > 0, distance / total.clamp(min=1e-300),
+                                                    distance)
+        return maps, torch.where(batch.mask, index, -1)
+
+    def _zeroed_layers(self, layers: Any, full: torch.Tensor, attention_mask: torch.Tensor,
+                       types: torch.Tensor) -> tuple[Any, list[torch.Tensor]]:
+        """Every layer's (M, W, D) states of M rows of width W, and every layer's (M·W, W, D)
+        output for W copies of each row, copy j with position j's value vector zeroed in
+        that layer (every head), the layer's input the original states."""
+        hidden = self._library(full, attention_mask, types, output_hidden_states=True)
+        hidden = hidden.hidden_states
+        m, w = attention_mask.shape
+        keep = (1 - torch.eye(w, dtype=full.dtype, device=full.device)).repeat(m, 1)
+        zeroed: list[torch.Tensor] = []
+
+        def zero_value(module, args, output):
+            return output * keep.unsqueeze(-1)  # (M·W, W, H·d): copy j, position j
+
+        def hand_on(layer: int):
+            def hook(module, args, output):
+                zeroed.append(output[0] if isinstance(output, tuple) else output)
+                original = hidden[layer + 1].repeat_interleave(w, dim=0)
+                return (original, *output[1:]) if isinstance(output, tuple) else original
+            return hook
+
+        handles = [h for i, layer in enumerate(layers) for h in (
+            layer.attention.self.value.register_forward_hook(zero_value),
+            layer.register_forward_hook(hand_on(i)))]
+        try:
+            self._library(*(t.repeat_interleave(w, dim=0) for t in (full, attention_mask, types)))
+        finally:
+            for handle in handles:
+                handle.remove()
+        return hidden, zeroed
 
     def _run(self, embeds: torch.Tensor, batch: Batch, attentions: bool = False):
         full, attention_mask, types, index = self._wrap(embeds, batch)
@@ -237,6 +427,26 @@ class TransformerClassifier(nn.Module):
             out_seg[r, : len(row)] = torch.tensor(seg, dtype=torch.long)
         return batch.replace(ids=ids, mask=out_mask, words=None,
                              segments=None if batch.segments is None else out_seg)
+
+
+def bert_layers(hf: Any) -> Any:
+    """The encoder layers of a BERT-layout library model (``encoder.layer[i]`` with
+    ``attention.self.value`` and ``attention.output.dense``), else None."""
+    layers = getattr(getattr(hf.base_model, "encoder", None), "layer", None)
+    if not layers:
+        return None
+    for layer in layers:
+        attention = getattr(layer, "attention", None)
+        if not (hasattr(getattr(attention, "self", None), "value")
+                and hasattr(getattr(attention, "output", None), "dense")):
+            return None
+    return layers
+
+
+def unit(x: torch.Tensor) -> torch.Tensor:
+    """``x`` scaled to unit length along the last axis (½‖unit(x) − unit(y)‖² is the
+    cosine distance 1 − cos(x, y), without 1 − cos's cancellation near 0)."""
+    return x / x.norm(dim=-1, keepdim=True).clamp(min=1e-300)
 
 
 def _rebuild(config, weights, tokenizer, label_order, training) -> TransformerClassifier:
