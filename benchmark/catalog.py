@@ -7,9 +7,12 @@ from faithbench.benchmark.runner import resolve_explainer
 
 
 def level(spec) -> str:
-    """How a metric's value is formed: mean over examples, corpus aggregate, or by retraining."""
+    """How a metric's value is formed: mean over examples, corpus aggregate, by
+    retraining, or by explaining a randomized model."""
     if spec.needs_training:
         return "retraining"
+    if spec.needs_explainer:
+        return "re-explaining"
     return "corpus" if spec.aggregation is not None else "per example"
 
 
@@ -20,11 +23,12 @@ def catalog() -> list[tuple[str, list, list[str]]]:
     explainer_rows = []
     for name in submissions.REFERENCE:
         spec = resolve_explainer(name).spec
-        explainer_rows.append((spec.name, spec.id, ", ".join(sorted(spec.requires)) or "-"))
+        explainer_rows.append((spec.name, spec.id, ", ".join(sorted(spec.requires)) or "-",
+                               spec.cost or "-"))
     metric_rows = [(m.spec.name, m.spec.id, m.spec.family, m.spec.direction, level(m.spec))
                    for _, m in metric_registry.REGISTRY.items()]
     return [
         ("tasks", task_rows, ["name", "id", "kind", "dataset", "eval split"]),
-        ("explainers", explainer_rows, ["name", "id", "requires"]),
+        ("explainers", explainer_rows, ["name", "id", "requires", "cost per example"]),
         ("metrics", metric_rows, ["name", "id", "family", "better", "level"]),
     ]

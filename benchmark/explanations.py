@@ -1,8 +1,10 @@
 """The explanation cache of one model on one split, under ``<out>/explanations``.
 
 A file per (model, explainer, split, examples) holds one line per example (id, tokens,
-scores, target, seconds), sealed by its sha256 beside it; while an explainer runs, a
-partial file beside it holds the finished batches, so a run stopped at batch k starts
+scores, target, and the whole explanation's seconds and cost: ``forward_rows``,
+``backward_rows``, ``peak_mib``, ``peak_method``, each where known), sealed by its
+sha256 beside it; while an explainer runs, a partial file beside it holds the
+finished batches (each with its own seconds and cost), so a run stopped at batch k starts
 again at batch k. The file is named like a unit (``unit_key`` of the weights, seeds,
 data fingerprint, split and limit), so a resumed run, or another verb on the same
 ``--out``, does not explain again.
@@ -18,6 +20,7 @@ from pathlib import Path
 import torch
 
 from faithbench.benchmark.core.api import Example, Explainer, PreparedTask
+from faithbench.benchmark.core.cost import UNKNOWN, Cost
 from faithbench.benchmark.core.errors import IntegrityError
 from faithbench.benchmark.core.files import atomic_write, file_hash
 from faithbench.benchmark.core.records import append_jsonl, read_jsonl, write_jsonl_atomic
@@ -28,11 +31,14 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Explained:
-    """Per-example scores (one float per token) and the target they explain."""
+    """Per-example scores (one float per token), the target they explain, and what
+    explaining them all cost: seconds, and rows and peak memory (``core.cost``; unknown
+    fields None, e.g. in a cache file written before faithbench counted)."""
 
     scores: list[list[float]]
     targets: list[int]
     seconds: float
+    cost: Cost = UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -85,7 +91,7 @@ class ExplanationCache:
                         "explaining again", path)
             return None
         return Explained([r["scores"] for r in rows], [r["target"] for r in rows],
-                         rows[0].get("seconds", 0.0))
+                         rows[0].get("seconds", 0.0), Cost.from_dict(rows[0]))
 
     def put(self, explainer: Explainer, examples: Sequence[Example],
             explained: Explained) -> None:
@@ -96,17 +102,18 @@ class ExplanationCache:
         seal.unlink(missing_ok=True)
         write_jsonl_atomic(path, [
             {"id": e.id, "tokens": list(e.tokens), "scores": s, "target": t,
-             "seconds": explained.seconds}
+             "seconds": explained.seconds, **explained.cost.as_dict()}
             for e, s, t in zip(examples, explained.scores, explained.targets)])
         digest = file_hash(path)  # checked on every hit (``get``)
         atomic_write(seal, lambda tmp: Path(tmp).write_text(digest + "\n"))
 
 
-def append_batch(path: Path, i: int, batch, targets: torch.Tensor, rows: list, took: float
-                 ) -> None:
-    """Batch ``i``'s explanations, appended to a partial file as it finishes."""
+def append_batch(path: Path, i: int, batch, targets: torch.Tensor, rows: list, took: float,
+                 cost: Cost = UNKNOWN) -> None:
+    """Batch ``i``'s explanations (and its seconds and cost), appended to a partial file
+    as it finishes."""
     append_jsonl(path, {"batch": i, "ids": list(batch.example_ids), "targets": targets.tolist(),
-                        "scores": rows, "seconds": took})
+                        "scores": rows, "seconds": took, **cost.as_dict()})
 
 
 def finished_batches(path: Path, batches: list, targets: torch.Tensor, size: int

@@ -73,7 +73,12 @@ def record(session: EvaluationSession, unit: Unit, explainer, metric, scored: Sc
         timing=Timing(explain_s=explained.seconds, metric_s=scored.seconds,
                       rows_forwarded=scored.rows_forwarded,
                       rows_requested=scored.rows_requested,
-                      n_examples=len(session.examples)),
+                      n_examples=len(session.examples),
+                      explain_forward_rows=explained.cost.forward_rows,
+                      explain_backward_rows=explained.cost.backward_rows,
+                      explain_forward_equivalents=explained.cost.forward_equivalents,
+                      explain_peak_mib=explained.cost.peak_mib,
+                      explain_peak_method=explained.cost.peak_method),
         extra={name: int(flag.sum()) for name, flag in scored.flags.items()},
     )
 

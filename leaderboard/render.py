@@ -14,12 +14,16 @@ import csv
 import io
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from tabulate import tabulate
 
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.ids import short_name
+from faithbench.leaderboard.cost import COLUMNS as COST_COLUMNS
+from faithbench.leaderboard.cost import HEADERS as COST_HEADERS
+from faithbench.leaderboard.cost import NOTE as COST_NOTE
+from faithbench.leaderboard.cost import UNKNOWN, ExplainCost
 from faithbench.leaderboard.entry import Entry
 from faithbench.leaderboard.rank import matrix
 from faithbench.leaderboard.rows import Compared, Ranked
@@ -109,9 +113,12 @@ s: range of the per-seed means over 3 seeds
     return [f"CI with several seeds: {methods}; s: range of the per-seed means over {over} seeds"]
 
 
-def render_leaderboard(rows: list[Ranked], fmt: str = "table") -> str:
-    """Rows from ``rank`` as one table, grouped by family, task and metric."""
+def render_leaderboard(rows: list[Ranked], fmt: str = "table",
+                       cost: Mapping[tuple[str, str], ExplainCost] | None = None) -> str:
+    """Rows from ``rank`` as one table, grouped by family, task and metric; with ``cost``
+    (``leaderboard.cost.explain_costs``), each row's explainer cost per example beside it."""
     _check_fmt(fmt)
+    costs = None if cost is None else [cost.get((r.entry_id, r.task), UNKNOWN) for r in rows]
     if fmt == "csv":
         cols = [
             "task",
@@ -152,6 +159,9 @@ def render_leaderboard(rows: list[Ranked], fmt: str = "table") -> str:
             ]
             for r in rows
         ]
+        if costs is not None:
+            cols += COST_COLUMNS
+            body = [line + c.values() for line, c in zip(body, costs)]
         return _csv(cols, body)
     labels = _metric_labels([r.metric for r in rows])
     headers = ["task", "family", "metric", "rank", "explainer", f"mean [{_ci(rows)}]", "n"]
@@ -171,7 +181,8 @@ def render_leaderboard(rows: list[Ranked], fmt: str = "table") -> str:
     if any(r.overlaps_above for r in rows):
         notes.append(f"{OVERLAP}: its CI overlaps that of the entry listed just above it.")
     notes += seed_note(rows) + undefined_note(rows) + [OVERLAP_IS_NO_TEST]
-    return _text(headers, body, fmt, "lllrllr", notes)
+    headers, body, align, notes = _with_costs(headers, body, "lllrllr", notes, costs)
+    return _text(headers, body, fmt, align, notes)
 
 
 def render_matrix(
@@ -183,21 +194,28 @@ def render_matrix(
     sort_by: str | None = None,
     metrics: list[str] | None = None,
     prefer: str | None = None,
+    cost: Mapping[tuple[str, str], ExplainCost] | None = None,
 ) -> str:
     """Explainers as rows, the task's metrics as columns (``rank.matrix`` picks, ranks
-    and orders them; see there for ``sort_by``, ``prefer`` and ``metrics``)."""
+    and orders them; see there for ``sort_by``, ``prefer`` and ``metrics``); with
+    ``cost`` (``leaderboard.cost.explain_costs``), each explainer's cost per example
+    in the last columns."""
     _check_fmt(fmt)
     m = matrix(entries, task, family=family, sort_by=sort_by, metrics=metrics, prefer=prefer)
+    costs = None if cost is None else [cost.get((e, m.task), UNKNOWN) for e in m.order]
     if fmt == "csv":
         cols = ["explainer", "entry_id"] + [f"{c} {k}" for c in m.metrics for k in MATRIX_COLS]
-        body = []
+        body: list[list] = []
         for e in m.order:
-            line = [m.explainers[e], e]
+            line: list = [m.explainers[e], e]
             for c in m.metrics:
                 r = m.cells.get((e, c))
                 line += ([getattr(r, k) for k in MATRIX_COLS]
                          if r else [""] * len(MATRIX_COLS))
             body.append(line)
+        if costs is not None:
+            cols += COST_COLUMNS
+            body = [line + c.values() for line, c in zip(body, costs)]
         return _csv(cols, body)
     labels = _metric_labels(m.metrics)
     heads = {c: f"{labels[c]} {ARROWS[m.direction[c]]}" for c in m.metrics}
@@ -210,9 +228,20 @@ def render_matrix(
     seeds = " s min–max" if any(r.n_seeds > 1 for r in m.rows) else ""
     note = (f"{_inline(m.task, fmt)}; sorted by {_inline(heads[m.sort_key], fmt)}; "
             f"cells: mean [{_ci(m.rows)}]{seeds}")
-    return _text(["explainer", "n"] + [heads[c] for c in m.metrics], body, fmt,
-                 "lr" + "r" * len(m.metrics),
-                 [note, *seed_note(m.rows), *undefined_note(m.rows), OVERLAP_IS_NO_TEST])
+    headers = ["explainer", "n"] + [heads[c] for c in m.metrics]
+    align = "lr" + "r" * len(m.metrics)
+    notes = [note, *seed_note(m.rows), *undefined_note(m.rows), OVERLAP_IS_NO_TEST]
+    headers, body, align, notes = _with_costs(headers, body, align, notes, costs)
+    return _text(headers, body, fmt, align, notes)
+
+
+def _with_costs(headers: list, body: list, align: str, notes: list, costs) -> tuple:
+    """A table's parts with the two cost columns and their note added (``costs``: one
+    ``ExplainCost`` per row, or None for none)."""
+    if costs is None:
+        return headers, body, align, notes
+    return ([*headers, *COST_HEADERS], [line + c.cells() for line, c in zip(body, costs)],
+            align + "rr", [*notes, COST_NOTE])
 
 
 def _matrix_cell(row: Ranked) -> str:

@@ -13,6 +13,9 @@ EPILOG = """examples:
   faithbench leaderboard
   faithbench leaderboard --task sentiment --metric comprehensiveness --format markdown
   faithbench leaderboard --wide --format markdown  # explainers x metrics, per task
+  faithbench leaderboard --wide --family sanity --metrics "randomization_cascading[depth=1]" \
+      "randomization_cascading[depth=2]" randomization_cascading  # the cascade, stage by stage
+  faithbench leaderboard --wide --cost  # and seconds, forward-equivalents per example
   faithbench leaderboard --wide --metrics comprehensiveness sufficiency \
       "comprehensiveness[eraser=mask]" "sufficiency[eraser=mask]" """
 
@@ -24,13 +27,18 @@ def add_arguments(p) -> None:
     p.add_argument("--family", choices=FAMILIES,
                    help="only metrics of this family (never mixed in one ranking)")
     p.add_argument("--wide", action="store_true",
-                   help="one table per task: explainers x metrics, each cell mean [CI]")
+                   help="one table per task: explainers x metrics, each cell mean [CI] "
+                   "(the sanity checks in a table of their own)")
+    p.add_argument("--cost", action="store_true",
+                   help="add each explainer's cost per example from its records: seconds "
+                   "explaining and forward-equivalents (forward rows + 2 x backward rows)")
     p.add_argument("--metrics", nargs="+", default=[],
                    help="with --wide: these metric columns, in this order (names or ids, "
                    "e.g. 'comprehensiveness[eraser=mask]')")
 
 
 def main(args) -> int:
+    from faithbench.leaderboard.cost import explain_costs
     from faithbench.leaderboard.entry import read_entries
     from faithbench.leaderboard.rank import rank
     from faithbench.leaderboard.render import render_leaderboard
@@ -39,15 +47,17 @@ def main(args) -> int:
     if not entries:
         raise InputError(f"no leaderboard entries under {args.entries}; "
                          "`faithbench run` or `faithbench submit` writes them")
+    cost = explain_costs(entries) if args.cost else None
     if not args.wide:
         print(render_leaderboard(rank(entries, task=args.task, metric=args.metric,
-                                      family=args.family), args.format))
+                                      family=args.family), args.format, cost=cost))
         return 0
     columns = _metric_ids(options.split_list(args.metrics))
     prefer = "comprehensiveness" if args.family in (None, "faithfulness") else None
     for task in [args.task] if args.task else sorted({t for e in entries for t in e.suite}):
-        print(output.matrix(entries, task, args.format, family=args.family,
-                            sort_by=args.metric, metrics=columns, prefer=prefer) + "\n")
+        print(output.matrices(entries, task, args.format, family=args.family,
+                              sort_by=args.metric, metrics=columns, prefer=prefer,
+                              cost=cost) + "\n")
     return 0
 
 

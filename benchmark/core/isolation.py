@@ -17,6 +17,10 @@ budget guards against a plugin that hangs; it is not a speed contest, so the
 reference explainers have none, and it scales with length: ``time_budget_s`` per
 example of up to ``BUDGET_TOKENS`` tokens, and as much again per
 ``BUDGET_TOKENS`` tokens of a longer one (``batch_limit``).
+
+Cost: both callers keep the last call's ``cost`` (``faithbench.benchmark.core.cost``:
+rows forward and backward through the model, peak memory), measured where the
+explainer runs; a worker sends it in its answer's header beside the seconds.
 """
 
 from __future__ import annotations
@@ -38,7 +42,14 @@ import numpy as np
 import torch
 
 from faithbench.benchmark.core import confine, wire
-from faithbench.benchmark.core.api import Batch, ExplainableModel, Explainer, capabilities
+from faithbench.benchmark.core.api import (
+    CAPABILITY_TEXT,
+    Batch,
+    ExplainableModel,
+    Explainer,
+    capabilities,
+)
+from faithbench.benchmark.core.cost import Cost
 from faithbench.benchmark.core.errors import InputError, PluginError
 from faithbench.benchmark.core.plugins import PluginExplainer, spec_from_data
 from faithbench.benchmark.core.validation import call_plugin, check_scores, deadline
@@ -120,22 +131,26 @@ def over_budget(name: str, time_budget_s: float | None, batch: Batch,
 
 class InProcess:
     """Calls an explainer here (the reference explainers, or an object the caller built
-    in this process and asked to run here), stopped by SIGALRM after its budget."""
+    in this process and asked to run here), stopped by SIGALRM after its budget.
+    ``cost`` is the last call's (``core.cost``: rows forward and backward, peak memory)."""
 
     def __init__(self, explainer: Explainer, model: ExplainableModel,
                  time_budget_s: float | None):
         if isinstance(explainer, PluginExplainer):
             raise InputError(f"plugin {explainer.ref!r} runs only in a worker process")
         self.explainer, self.model, self.time_budget_s = explainer, model, time_budget_s
+        self.cost = Cost()
 
     def explain(self, batch: Batch, target: torch.Tensor, *, seed: int) -> torch.Tensor:
         limit = batch_limit(self.time_budget_s, batch)
         error = None if limit is None else over_budget(self.explainer.spec.name,
                                                        self.time_budget_s, batch)
         timing: dict = {}
+        self.cost = Cost()
         with deadline(limit, error):
             scores = call_plugin(self.explainer, self.model, batch, target, seed=seed,
                                  timing=timing)
+        self.cost = Cost.from_dict(timing)
         if limit is not None and timing["wall_s"] > limit:
             raise over_budget(self.explainer.spec.name, self.time_budget_s, batch,
                               timing["wall_s"])
@@ -147,7 +162,9 @@ class InProcess:
 
 class Worker:
     """Calls the explainer in a fresh worker process, started at the first call (and
-    again after a call it had to kill)."""
+    again after a call it had to kill). ``cost`` is the last call's, as the worker
+    measured it and sent it with the scores (``core.cost``; a value that is not a
+    count or a peak is left unknown)."""
 
     def __init__(self, explainer: Explainer | None, model: ExplainableModel | None,
                  time_budget_s: float | None, box: Confinement = Confinement(), *,
@@ -164,6 +181,7 @@ class Worker:
         self.keep: set[int] = set()
         self.fd_in = self.fd_out = -1  # ours: we write to fd_out, read from fd_in
         self.starts = 0  # workers started (a kill after an overrun starts another)
+        self.cost = Cost()
 
     # -- start and load --------------------------------------------------------------
 
@@ -242,6 +260,7 @@ class Worker:
                 self.close()
                 raise PluginError(self.name, "load", "the worker loaded an explainer whose "
                                   "spec differs from the one loaded before (changed file?)")
+        self.cost = Cost()
         limit = batch_limit(self.time_budget_s, batch)
         arrays = {"ids": batch.ids, "mask": batch.mask, "target": target,
                   **{k: getattr(batch, k) for k in ("segments", "prefix", "prefix_mask", "words")
@@ -268,6 +287,7 @@ class Worker:
             self.close()
             raise PluginError(self.name, "explain", "its worker sent a reply that is not "
                               "scores", batch.example_ids)
+        self.cost = Cost.from_dict(header)  # forward_rows, backward_rows, peak_mib, peak_method
         return check_scores(self.name, torch.from_numpy(np.asarray(arrays["scores"])), batch)
 
     # -- stop ------------------------------------------------------------------------
@@ -408,11 +428,11 @@ def plugin_caller(explainer: Explainer, model: ExplainableModel, *,
     check_isolation(isolation)
     missing = explainer.spec.requires - capabilities(model)
     if missing:
+        what = "; ".join(f"{c}: {CAPABILITY_TEXT.get(c, c)}" for c in sorted(missing))
         raise PluginError(explainer.spec.name, "capabilities",
                           f"needs {', '.join(sorted(missing))}, which model "
                           f"{type(model).__name__} does not offer (it has: "
-                          f"{', '.join(sorted(capabilities(model)))}); e.g. attention_rollout "
-                          "needs every layer's attention, which only a Transformer exposes")
+                          f"{', '.join(sorted(capabilities(model)))}); {what}")
     reference = is_reference(explainer)
     budget = None if reference else time_budget_s
     if isolation == "none" and isinstance(explainer, PluginExplainer):

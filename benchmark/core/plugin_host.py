@@ -3,7 +3,9 @@
 Started fresh for each plugin (never a fork of a loaded session, so it holds no
 examples, labels or rationales), it confines itself (``confine.confine_self``),
 loads the model from the file faithbench wrote, and only then imports the plugin.
-It answers ``explain`` requests with plain arrays (``wire``) until told to close or
+It answers ``explain`` requests with plain arrays (``wire``): the scores, and in the
+header the call's wall and CPU seconds and its cost (``core.cost``: ``forward_rows``,
+``backward_rows``, ``peak_mib``, ``peak_method``), until told to close or
 until its input closes, and ends with ``os._exit``: no ``atexit`` hook a plugin
 registered ever runs.
 
@@ -32,7 +34,9 @@ def main(fd_in: int, fd_out: int) -> None:
     header, _ = wire.decode(wire.receive(fd_in))
     sys.path[:0] = [p for p in header["sys_path"] if p not in sys.path]
     from faithbench.benchmark.core.confine import confine_self
+    from faithbench.benchmark.core.cost import open_clear_refs
 
+    open_clear_refs()  # peak memory by the kernel's VmHWM: the write is refused once confined
     confine_self(Path(header["scratch"]), header["memory_bytes"], header["parent_pid"])
     os.environ["TMPDIR"] = header["scratch"]
     import torch
@@ -78,7 +82,7 @@ def spec_data(explainer) -> dict:
     return {"name": spec.name, "version": spec.version, "requires": sorted(spec.requires),
             "params": [[k, list(v) if isinstance(v, tuple) else v] for k, v in spec.params],
             "deterministic": spec.deterministic, "citation": spec.citation,
-            "description": spec.description}
+            "description": spec.description, "cost": spec.cost}
 
 
 def _serve(fd_in: int, fd_out: int, explainer, model) -> None:

@@ -54,7 +54,7 @@ def spec_from_data(data, ref: str) -> ExplainerSpec:
     """An ``ExplainerSpec`` from what a worker sent, every field checked (names by
     ``ExplainerSpec`` itself); anything else is a load failure naming the plugin."""
     fields = {"name": str, "version": str, "requires": list, "params": list,
-              "deterministic": bool, "citation": str, "description": str}
+              "deterministic": bool, "citation": str, "description": str, "cost": str}
     if not isinstance(data, dict) or set(data) != set(fields):
         raise PluginError(ref, "load", f"the worker sent a spec with fields {sorted(data)!r}"
                           if isinstance(data, dict) else "the worker sent no spec")
@@ -67,7 +67,8 @@ def spec_from_data(data, ref: str) -> ExplainerSpec:
         return ExplainerSpec(name=data["name"], version=data["version"],
                              requires=frozenset(_str(r) for r in data["requires"]),
                              params=params, deterministic=data["deterministic"],
-                             citation=data["citation"], description=data["description"])
+                             citation=data["citation"], description=data["description"],
+                             cost=data["cost"])
     except (TypeError, ValueError) as exc:
         raise PluginError(ref, "load", f"bad spec: {exc}") from None
 

@@ -33,6 +33,9 @@ except ImportError:  # pragma: no cover - Windows: appends are not locked (nor r
     fcntl = None  # type: ignore[assignment]
 
 SCHEMA_VERSION = 1
+# forward-equivalents = forward rows + BACKWARD_COST x backward rows (``core.cost``): a
+# backward pass costs about two forward passes
+BACKWARD_COST = 2
 
 
 @dataclass(frozen=True)
@@ -82,19 +85,49 @@ class Timing:
     """Where a unit's time went: explaining (seconds for every example, shared by the
     unit's metrics), the metric, and the engine's rows forwarded of those requested
     (the rest answered from memory). Every field is optional (older records and
-    alignments scored from a file have fewer) and written only when set."""
+    alignments scored from a file have fewer) and written only when set.
+
+    The explainer's cost (``faithbench.benchmark.core.cost``), like ``explain_s`` a total
+    over the ``n_examples`` explained (per example: divide by ``n_examples``):
+    ``explain_forward_rows`` and ``explain_backward_rows``, the rows it passed through
+    the model's forward methods and back through autograd;
+    ``explain_forward_equivalents`` = forward rows + ``BACKWARD_COST`` (2) × backward
+    rows; ``explain_peak_mib``, the largest increase of memory during one batch's
+    explain call above its start, measured by ``explain_peak_method``
+    (``cuda_max_allocated``, ``rss_hwm`` or ``rss_sampled``). A cached explanation
+    keeps the cost of the run that computed it."""
 
     explain_s: float | None = None
     metric_s: float | None = None
     rows_forwarded: int | None = None
     rows_requested: int | None = None
     n_examples: int | None = None
+    explain_forward_rows: int | None = None
+    explain_backward_rows: int | None = None
+    explain_forward_equivalents: int | None = None
+    explain_peak_mib: float | None = None
+    explain_peak_method: str | None = None
 
     OPTIONAL: ClassVar[tuple[str, ...]] = (
-        "explain_s", "metric_s", "rows_forwarded", "rows_requested", "n_examples")
+        "explain_s", "metric_s", "rows_forwarded", "rows_requested", "n_examples",
+        "explain_forward_rows", "explain_backward_rows", "explain_forward_equivalents",
+        "explain_peak_mib", "explain_peak_method")
 
     def as_dict(self) -> dict:
         return _written(self)
+
+    def per_example(self, name: str) -> float | None:
+        """``explain_s``, ``explain_forward_equivalents``, ... divided by ``n_examples``
+        (None where the record lacks either).
+
+        >>> Timing(explain_s=3.0, explain_forward_equivalents=90, n_examples=30).per_example(
+        ...     "explain_forward_equivalents")
+        3.0
+        """
+        value = getattr(self, name)
+        if value is None or not self.n_examples:
+            return None
+        return value / self.n_examples
 
 
 @dataclass(frozen=True)

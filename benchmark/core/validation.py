@@ -21,6 +21,14 @@ from dataclasses import dataclass
 import torch
 
 from faithbench.benchmark.core.api import Batch, ExplainableModel, Explainer
+from faithbench.benchmark.core.cost import (
+    Cost,
+    CountingModel,
+    Counts,
+    PeakMemory,
+    device_of,
+    shared_engine,
+)
 from faithbench.benchmark.core.errors import PluginError
 
 BATCH_TOLERANCE = 1e-4  # relative; batched LSTM kernels differ in the last bits
@@ -102,7 +110,10 @@ def call_plugin(explainer: Explainer, model: ExplainableModel, batch: Batch, tar
     parameters and buffers are compared with a snapshot afterwards; if the plugin
     changed any, they are restored and the call fails. ``KeyboardInterrupt`` is
     left to propagate in-process (it is the user's); a worker passes ``BaseException``.
-    ``timing`` receives the call's own wall and CPU seconds (not the checks around it).
+    ``timing`` receives the call's own wall and CPU seconds (not the checks around it)
+    and, when it returned, its cost (``core.cost``: ``forward_rows`` and
+    ``backward_rows`` counted by the ``CountingModel`` the explainer is handed,
+    ``peak_mib`` and ``peak_method``).
     """
     name = explainer.spec.name
     rng = torch.Generator().manual_seed(seed)
@@ -111,10 +122,17 @@ def call_plugin(explainer: Explainer, model: ExplainableModel, batch: Batch, tar
     threads = set(threading.enumerate())
     timing = {} if timing is None else timing
     given = copy_batch(batch)  # the explainer's to change; the checks read ``batch``
+    counts = Counts()
+    counted = CountingModel(model, counts)  # the model, counting its forward and backward rows
     start, cpu = time.perf_counter(), time.process_time()
     try:
-        scores = explainer.explain(model, given, target.clone(), rng=rng)
+        # the peak's sampling thread (where it needs one) ends with the block
+        with shared_engine(model, counted) as engine, PeakMemory(device_of(model)) as peak:
+            counts.watch(engine)
+            scores = explainer.explain(counted, given, target.clone(), rng=rng)
         timing.update(wall_s=time.perf_counter() - start, cpu_s=time.process_time() - cpu)
+        timing.update(Cost(counts.forward_rows, counts.backward_rows, peak.mib,
+                           peak.method).as_dict())
     except (PluginError, _OverBudget):
         timing.update(wall_s=time.perf_counter() - start, cpu_s=time.process_time() - cpu)
         raise
