@@ -138,7 +138,7 @@ class _TaskSweep:
             raise InputError(f"roar: task {task!r} is not a classification task")
         if list(sc.ratios) != sorted(set(sc.ratios)) or not all(0 < k < 1 for k in sc.ratios):
             raise InputError("roar: ratios must increase strictly, each in (0, 1)")
-        self.refs = list(config.explainers or submissions.REFERENCE)
+        self.refs = list(config.explainers or submissions.ROAR_DEFAULT)
         self.explainers = [resolve_explainer(e, confinement(config)) for e in self.refs]
         self.done = {r.key: r for r in read_roar_rows(out)}
         self.originals: dict[int, Original] = {}

@@ -27,9 +27,10 @@ from faithbench import tasks as task_registry
 from faithbench.benchmark import recording, scoring
 from faithbench.benchmark.core.api import Example, Explainer, PreparedTask, Task, TaskOptions
 from faithbench.benchmark.core.cache import cache_dir
+from faithbench.benchmark.core.cost import Cost
 from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.isolation import Confinement, is_reference, plugin_caller
-from faithbench.benchmark.core.perturb import Perturber
+from faithbench.benchmark.core.perturb import Perturber, share_engine
 from faithbench.benchmark.core.records import ResultRecord
 from faithbench.benchmark.core.stats import Estimate
 from faithbench.benchmark.core.validation import model_eval, spot_check
@@ -81,6 +82,8 @@ class EvaluationSession:
         self.examples: list[Example] = examples
         # share=False forwards every requested variant (to measure what sharing saves)
         self.perturber = Perturber(prepared.model, chunk_size=config.chunk_size, share=share)
+        if share:  # perturbation explainers forward through it too (``engine_for``)
+            share_engine(prepared.model, self.perturber)
         self._probs: torch.Tensor | None = None
         self._targets: torch.Tensor | None = None
         self._collated: dict[tuple[str, ...], list] = {}
@@ -92,6 +95,7 @@ class EvaluationSession:
         other = EvaluationSession(self.prepared, self.config, seed=self.seed, examples=examples,
                                   task=self.task, options=self.options)
         other.perturber = self.perturber
+        share_engine(self.prepared.model, self.perturber)
         return other
 
     def on_split(self, split: str, limit: int | None = None) -> EvaluationSession:
@@ -185,6 +189,7 @@ class EvaluationSession:
         done = finished_batches(partial, batches, targets, size) if partial else []
         scores = [s for line in done for s in line["scores"]]
         seconds = sum(line["seconds"] for line in done)
+        costs = [Cost.from_dict(line) for line in done]  # per batch; summed at the end
         bar = tqdm(total=len(self.examples), initial=len(scores), leave=False,
                    desc=f"explain {explainer.spec.name}", disable=not self.config.progress)
         with self.caller(explainer) as caller:
@@ -195,8 +200,9 @@ class EvaluationSession:
                 rows = [s[r, : int(n)].tolist() for r, n in enumerate(batch.lengths)]
                 took = time.perf_counter() - start
                 seconds += took
+                costs.append(caller.cost)
                 if partial:
-                    append_batch(partial, i, batch, mine, rows, took)
+                    append_batch(partial, i, batch, mine, rows, took, caller.cost)
                 scores += rows
                 bar.update(len(batch))
         bar.close()
@@ -204,12 +210,39 @@ class EvaluationSession:
             self._spot_check(explainer, batches, targets, scores)
         if partial:
             partial.unlink(missing_ok=True)
-        return Explained(scores, targets.tolist(), seconds)
+        return Explained(scores, targets.tolist(), seconds, Cost.total(costs))
 
-    def caller(self, explainer: Explainer):
-        """``plugin_caller`` for this session's model, budget and confinement."""
-        return plugin_caller(explainer, self.prepared.model, time_budget_s=self.config.time_budget_s,
+    def caller(self, explainer: Explainer, model=None):
+        """``plugin_caller`` for this session's model (or ``model``: a sanity check's
+        randomized copy of it), budget and confinement."""
+        return plugin_caller(explainer, self.prepared.model if model is None else model,
+                             time_budget_s=self.config.time_budget_s,
                              isolation=self.config.isolation, box=confinement(self.config))
+
+    def explain_on(self, explainer: Explainer, model=None, *,
+                   prepared: PreparedTask | None = None) -> list[list[float]]:
+        """The explainer's scores of the session's examples on another model (the sanity
+        checks): ``model``, fed this session's batches (a randomized copy of this
+        model), or ``prepared``'s model, fed its own batches of the same examples (one
+        retrained on permuted labels). Always for this session's targets (this model's
+        predictions) and explainer seed, through ``caller`` (a plugin in its worker, a
+        failure a PluginError); neither cached nor spot-checked."""
+        if prepared is not None:
+            model = prepared.model
+            batches = list(prepared.batches(self.examples, self.config.batch_size))
+        else:
+            batches = self.batches(self.examples)
+        if model is None:
+            raise ValueError("explain_on needs a model or a prepared task")
+        model_eval(model)
+        targets, scores, start = self.targets, [], 0
+        with self.caller(explainer, model) as caller:
+            for batch, *_ in batches:
+                s = caller.explain(batch, targets[start:start + len(batch)],
+                                   seed=self.seeds.explainer_seed)
+                scores += [s[r, : int(n)].tolist() for r, n in enumerate(batch.lengths)]
+                start += len(batch)
+        return scores
 
     def _spot_check(self, explainer: Explainer, batches, targets, scores) -> None:
         """A seeded sample of this run's batches explained again by a fresh worker, in
@@ -231,11 +264,12 @@ class EvaluationSession:
         """One metric's per-example values (and statistics) for ``scores``.
 
         A plausibility metric sees only the examples that have a reference rationale;
-        a retraining metric gets a ``TrainingInput`` (and needs ``explainer``).
+        a retraining metric, or one that explains other models (the sanity checks), gets
+        a ``TrainingInput`` (and needs ``explainer``).
         """
         start = time.perf_counter()
         rows0, asked0 = self.perturber.rows_forwarded, self.perturber.rows_requested
-        if metric.spec.needs_training:
+        if metric.spec.needs_training or metric.spec.needs_explainer:
             scored = scoring.score_training(self, metric, scores, explainer)
         else:
             scored = scoring.score_batches(self, metric, scores)

@@ -36,7 +36,9 @@ The contract of ``explain(model, batch, target, *, rng)``:
   Noise drawn once for the whole batch (``torch.randn(B, ...)``) changes an example's
   scores with its batch and fails ``validate``'s alone-vs-batch check; for Gaussian
   noise on the embeddings, ``faithbench.api.noisy_gradients`` draws it per example
-  (SmoothGrad and VarGrad use it).
+  (SmoothGrad and VarGrad use it). A method that samples which words to remove
+  (LIME, SHAP) runs through ``faithbench.api.feature_attributions``: it seeds each
+  example's draws and forwards the variants through the shared perturbation engine.
 - ``spec.name`` matches ``[a-z][a-z0-9_]{0,63}`` and may not be a reference
   explainer's name; the version and parameter values are short plain strings.
 - Use only the model surface: ``logits``, ``embed``, ``logits_from_embeddings``,
@@ -78,8 +80,9 @@ class MyExplainer:
         version="1",
         # capabilities the model must offer: GRADIENTS, EMBEDDINGS, ATTENTION,
         # LAYER_ATTENTION (a Transformer's per-layer maps), LRP (``lrp_logits``: a forward
-        # pass whose backward carries LRP relevance), all from api; a task whose model
-        # lacks one skips this explainer instead of failing
+        # pass whose backward carries LRP relevance), ATTENTION_VECTORS, ATTENTION_GRADIENT,
+        # VALUE_ZEROING (attention's parts; see ExplainableModel), all from api; a task
+        # whose model lacks one skips this explainer instead of failing
         requires=frozenset({GRADIENTS, EMBEDDINGS}),
         # every setting that changes the scores, as (key, value) pairs; they appear in the
         # canonical id ``name[key=value;...]@version``. Leave out pure speed knobs (chunk sizes).
@@ -90,6 +93,8 @@ class MyExplainer:
         citation="Shrikumar, Greenside, Shcherbina & Kundaje 2016, Not just a black box",
         # one line for the leaderboard
         description="L1 norm over the embedding dimension of gradient ⊙ input.",
+        # nominal model passes per example, shown by `faithbench list` (a run measures them)
+        cost="1 fwd + 1 bwd",
     ))
 
     def explain(self, model: ExplainableModel, batch: Batch, target: Target, *,

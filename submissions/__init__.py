@@ -10,25 +10,33 @@ metrics: only parameters its id shows, so two runs never share an id with differ
 settings (``rows_per_pass`` changes speed, not scores, and is not settable).
 """
 
-from faithbench.api import ATTENTION, EMBEDDINGS, GRADIENTS
+from faithbench.api import ATTENTION, EMBEDDINGS, ERASERS, GRADIENTS
 from faithbench.benchmark.core.params import Param
 from faithbench.benchmark.core.registry import Registry
 from faithbench.submissions import (
     attention,
+    attention_norm,
     attention_rollout,
+    attention_x_gradient,
     gradient,
+    gradient_shap,
     gradient_x_input,
     integrated_gradients,
+    kernel_shap,
+    lime,
     lrp,
     occlusion,
     random,
+    shapley_sampling,
     smoothgrad,
+    value_zeroing,
     vargrad,
 )
 
 REGISTRY = Registry("reference explainer")
 for _module in (attention, gradient, gradient_x_input, integrated_gradients, occlusion, random,
-                attention_rollout, lrp, smoothgrad, vargrad):
+                attention_rollout, lrp, smoothgrad, vargrad, attention_norm, attention_x_gradient,
+                value_zeroing, gradient_shap, lime, kernel_shap, shapley_sampling):
     REGISTRY.add(_module.EXPLAINER.spec.name, _module.EXPLAINER)
 
 REFERENCE = tuple(REGISTRY.names())
@@ -39,13 +47,24 @@ PARAMS: dict[str, dict[str, Param]] = {
     "integrated_gradients": {"n_steps": Param(int, low=1, text="int >= 1")},
     "occlusion": {"granularity": Param(str, choices=("word", "subword"), optional=True)},
     "attention_rollout": {"heads": Param(str, choices=attention_rollout.HEADS)},
+    "attention_norm": {"layer": Param(int, optional=True, text="None | a layer index "
+                                      "(negative from the last; a Transformer's)")},
     "lrp": {"eps": Param(float, low=0.0, low_open=True, text="float > 0 (the ε-rule's "
                          "stabilizer)")},
     **{name: {"n_samples": Param(int, low=1, text="int >= 1 (noisy copies per example)"),
               "noise": Param(float, low=0.0, text="float >= 0 (σ as a fraction of the "
                              "example's embedding range)")}
-       for name in ("smoothgrad", "vargrad")},
+       for name in ("smoothgrad", "vargrad", "gradient_shap")},
+    **{name: {"n_samples": Param(int, low=1, text="int >= 1 (samples of word subsets, "
+                                 "or orderings for shapley_sampling)"),
+              "eraser": Param(str, choices=ERASERS, text="how a removed word is erased")}
+       for name in ("lime", "kernel_shap", "shapley_sampling")},
 }
+# ``faithbench roar``'s default: the six of the published ROAR table. ROAR explains the
+# training split and retrains per explainer and ratio, so the costly perturbation
+# explainers (LIME, SHAP) join it only by name
+ROAR_DEFAULT = ("attention", "gradient", "gradient_x_input", "integrated_gradients", "occlusion",
+                "random")
 # those every task model serves (the rest need e.g. a Transformer's per-layer attention)
 UNIVERSAL = tuple(n for n in REFERENCE
                   if REGISTRY.get(n).spec.requires <= frozenset({GRADIENTS, EMBEDDINGS, ATTENTION}))

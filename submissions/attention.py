@@ -52,6 +52,7 @@ class AttentionExplainer:
                      "explanation",
             description="The model's attention weights over input tokens (target-independent);"
                         " on a Transformer the [CLS] row of one layer, heads aggregated.",
+            cost="1 fwd",
         ))
 
     def explain(self, model: ExplainableModel, batch: Batch, target: Target, *,

@@ -65,6 +65,7 @@ class AttentionRolloutExplainer:
             citation="Abnar & Zuidema 2020, Quantifying attention flow in transformers, ACL",
             description="[CLS] row of the product over layers of (attention + identity)/2, "
                         "heads averaged; target-independent.",
+            cost="1 fwd",
         ))
 
     def explain(self, model: ExplainableModel, batch: Batch, target: Target, *,

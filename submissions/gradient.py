@@ -39,6 +39,7 @@ class GradientExplainer:
                  "Li, Chen, Hovy & Jurafsky 2016, Visualizing and understanding neural models "
                  "in NLP",
         description="L2 norm over the embedding dimension of d logit_target / d embedding.",
+        cost="1 fwd + 1 bwd",
     ))
 
     def explain(self, model: ExplainableModel, batch: Batch, target: Target, *,

@@ -25,6 +25,7 @@ class GradientXInputExplainer:
                  "labelled documents",
         description="Signed dot product of d logit_target / d embedding with the embedding, "
                     "per token.",
+        cost="1 fwd + 1 bwd",
     ))
 
     def explain(self, model: ExplainableModel, batch: Batch, target: Target, *,

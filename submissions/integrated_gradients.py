@@ -29,14 +29,15 @@ from dataclasses import dataclass, field
 import torch
 from captum.attr import IntegratedGradients
 
-from faithbench.api import EMBEDDINGS, GRADIENTS, Batch, ExplainableModel, ExplainerSpec, Target
-
-
-def ig_baseline(model: ExplainableModel, batch: Batch, embeds: torch.Tensor) -> torch.Tensor:
-    """(B, T, D) reference input: embedding of ``baseline_id`` at real tokens, x at padding."""
-    base_ids = batch.ids.masked_fill(batch.mask, model.baseline_id)
-    base = model.embed(batch.replace(ids=base_ids)).detach()
-    return torch.where(batch.mask.unsqueeze(-1), base, embeds)
+from faithbench.api import (
+    EMBEDDINGS,
+    GRADIENTS,
+    Batch,
+    ExplainableModel,
+    ExplainerSpec,
+    Target,
+    baseline_embeddings,
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class IntegratedGradientsExplainer:
             citation="Sundararajan, Taly & Yan 2017, Axiomatic attribution for deep networks",
             description="Integrated gradients wrt input embeddings from the baseline-id "
                         "embedding, Gauss-Legendre rule, summed over the embedding dimension.",
+            cost=f"{self.n_steps} fwd + {self.n_steps} bwd (n_steps)",
         ))
 
     def explain(self, model: ExplainableModel, batch: Batch, target: Target, *,
@@ -74,7 +76,7 @@ class IntegratedGradientsExplainer:
 
         with torch.enable_grad():
             embeds = model.embed(batch).detach()  # (B, T, D)
-            baseline = ig_baseline(model, batch, embeds)
+            baseline = baseline_embeddings(model, batch, embeds)
             attributions = IntegratedGradients(forward).attribute(
                 embeds,
                 baselines=baseline,

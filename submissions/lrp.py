@@ -58,6 +58,7 @@ class LRPExplainer:
                      "for non-linear classifier decisions by layer-wise relevance propagation",
             description="LRP-ε from the target logit to the embeddings; gates, attention "
                         "weights and LayerNorm scales constant; summed per token.",
+            cost="1 fwd + 1 bwd",
         ))
 
     def explain(self, model: ExplainableModel, batch: Batch, target: Target, *,

@@ -101,6 +101,7 @@ class OcclusionExplainer:
                      "representation erasure; Jain & Wallace 2019, Attention is not explanation",
             description="Drop in p(target) when one token (on a subword model: one word) is "
                         "deleted (leave-one-out).",
+            cost="T + 1 fwd (T = tokens; words on a subword model)",
         ))
 
     def explain(self, model: ExplainableModel, batch: Batch, target: Target, *,

@@ -28,6 +28,7 @@ class RandomExplainer:
         citation="Hooker, Erhan, Kindermans & Kim 2019, A benchmark for interpretability methods "
                  "in deep neural networks (random baseline)",
         description="Uniform random scores per token, seeded by the run seed and the example id.",
+        cost="0 (calls no model)",
     ))
 
     def explain(self, model: ExplainableModel, batch: Batch, target: Target, *,

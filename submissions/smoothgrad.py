@@ -45,6 +45,7 @@ class SmoothGradExplainer:
                      "noise by adding noise",
             description="L2 norm over the embedding of the target-logit gradient averaged "
                         "over noisy copies of the input (Captum NoiseTunnel smoothgrad).",
+            cost=f"{self.n_samples} fwd + {self.n_samples} bwd (n_samples)",
         ))
 
     def explain(self, model: ExplainableModel, batch: Batch, target: Target, *,

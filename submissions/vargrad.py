@@ -41,6 +41,7 @@ class VarGradExplainer:
                      "deep neural networks lack sensitivity to parameter values",
             description="Variance of the target-logit gradient over noisy copies of the "
                         "input, summed over the embedding (Captum NoiseTunnel vargrad).",
+            cost=f"{self.n_samples} fwd + {self.n_samples} bwd (n_samples)",
         ))
 
     def explain(self, model: ExplainableModel, batch: Batch, target: Target, *,

@@ -304,6 +304,13 @@ def test_reference_ids():
         "lrp": "lrp[eps=0.001]@1",
         "smoothgrad": "smoothgrad[n_samples=20;noise=0.15]@1",
         "vargrad": "vargrad[n_samples=20;noise=0.15]@1",
+        "attention_norm": "attention_norm@1",
+        "attention_x_gradient": "attention_x_gradient@1",
+        "value_zeroing": "value_zeroing[aggregation=rollout;distance=cosine]@1",
+        "gradient_shap": "gradient_shap[baseline=baseline_id;n_samples=20;noise=0.15]@1",
+        "lime": "lime[eraser=delete;kernel_width=0.25;n_samples=500;ridge_alpha=1.0]@1",
+        "kernel_shap": "kernel_shap[eraser=delete;n_samples=500]@1",
+        "shapley_sampling": "shapley_sampling[eraser=delete;n_samples=25]@1",
     }
     assert IntegratedGradientsExplainer(n_steps=20).spec.param("n_steps") == 20
 
@@ -380,13 +387,17 @@ def test_seq2seq_learns_reversal(reversal):
 # Share of (sentence, target position) rows whose argmax source position is the aligned one.
 # Measured with this seed: attention 0.979, gradient 0.665, gradient_x_input 0.963,
 # integrated_gradients 0.995, occlusion 0.995, lrp 1.000, smoothgrad 0.846, vargrad 0.686,
-# random 0.191 (chance = mean 1/len ≈ 0.22).
+# gradient_shap 1.000, lime 1.000, kernel_shap 1.000, shapley_sampling 0.995,
+# attention_norm 0.989, attention_x_gradient 0.973, random 0.191 (chance = mean 1/len ≈ 0.22).
 ALIGNMENT_FLOOR = {"attention": 0.9, "gradient": 0.55, "gradient_x_input": 0.9,
                    "integrated_gradients": 0.95, "occlusion": 0.95, "lrp": 0.95,
-                   "smoothgrad": 0.75, "vargrad": 0.55}
+                   "smoothgrad": 0.75, "vargrad": 0.55, "gradient_shap": 0.95, "lime": 0.95,
+                   "kernel_shap": 0.95, "shapley_sampling": 0.95, "attention_norm": 0.9,
+                   "attention_x_gradient": 0.9}
 
 
-@pytest.mark.parametrize("name", submissions.UNIVERSAL + ("lrp",))
+@pytest.mark.parametrize("name", submissions.UNIVERSAL + ("lrp", "attention_norm",
+                                                          "attention_x_gradient"))
 def test_explainers_recover_the_known_alignment(reversal, name):
     model, (batch, target, gold) = reversal
     scores = submissions.get_explainer(name).explain(model, batch, target,

@@ -231,7 +231,7 @@ def test_the_default_explainer_set_leaves_out_what_the_model_cannot_serve(tmp_pa
 
     from faithbench import submissions
     monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(submissions, "REFERENCE", ("attention", "attention_rollout"))
+    monkeypatch.setattr(submissions, "ROAR_DEFAULT", ("attention", "attention_rollout"))
     config = RunConfig(out=str(tmp_path / "out"), limit=40, seeds=(0,), progress=False,
                        train_limit=300, epochs=1)
     with caplog.at_level(logging.INFO):
@@ -239,3 +239,10 @@ def test_the_default_explainer_set_leaves_out_what_the_model_cannot_serve(tmp_pa
     masks = {r.mask for r in rows}
     assert masks == {CLEAN, ALL, RANDOM, "attention@1"}
     assert "attention_rollout needs layer_attention, which this model does not offer" in caplog.text
+
+
+def test_the_default_roar_set_is_the_published_six():
+    from faithbench import submissions
+    assert submissions.ROAR_DEFAULT == ("attention", "gradient", "gradient_x_input",
+                                        "integrated_gradients", "occlusion", "random")
+    assert set(submissions.ROAR_DEFAULT) <= set(submissions.REFERENCE)

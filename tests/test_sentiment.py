@@ -6,11 +6,14 @@ import json
 import pytest
 import torch
 
+from faithbench import submissions
+from faithbench.benchmark.core.api import capabilities
 from faithbench.benchmark.core.records import read_results
 from faithbench.benchmark.plan import RunConfig
 from faithbench.benchmark.runner import run
 from faithbench.tasks.classification import TaskOptions
 from faithbench.tasks.sentiment import TASK, read
+from faithbench.testing import tiny_classifier
 
 
 def test_local_copy_loads_with_hub_columns(shared_data):
@@ -38,8 +41,13 @@ def test_pipeline_on_a_slice(shared_data, tmp_path):
     summary = run(config)
     assert summary.exit_code == 0
     records = read_results(tmp_path / "results.jsonl")
-    # nine explainers (rollout needs a Transformer) x seven faithfulness + five plausibility
-    assert len(records) == 9 * 12
+    # every explainer a BiLSTM serves (rollout and value zeroing need a Transformer; counted
+    # from the registry, which grows) x seven faithfulness + five plausibility
+    have = capabilities(tiny_classifier())  # the sentiment model's class
+    served = [n for n in submissions.REFERENCE
+              if submissions.get_explainer(n).spec.requires <= have]
+    assert {r.explainer.split("[")[0].split("@")[0] for r in records} == set(served)
+    assert len(records) == len(served) * 12
     for r in records:
         assert r.task == "sentiment@1" and r.estimate.n == 16  # all 16 have a rationale
         acc = r.provenance.model_accuracy

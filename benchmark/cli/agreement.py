@@ -17,7 +17,7 @@ EPILOG = """examples:
 def add_arguments(p) -> None:
     p.add_argument("--task", required=True)
     p.add_argument("--explainers", nargs="+", default=[],
-                   help="default: the six reference explainers")
+                   help="default: every reference explainer the model serves")
     p.add_argument("--k-frac", type=float, default=0.2,
                    help="top-k overlap with k = ceil(K_FRAC * n) tokens (default 0.2)")
     options.data(p)

@@ -18,7 +18,8 @@ EPILOG = """examples:
 def add_arguments(p) -> None:
     p.add_argument("--tasks", nargs="+", default=["synthetic"], help="classification tasks")
     p.add_argument("--explainers", nargs="+", default=[],
-                   help="default: the six reference explainers (spaces or commas)")
+                   help="default: the six of the published ROAR table (attention, gradient, "
+                   "gradient_x_input, integrated_gradients, occlusion, random; spaces or commas)")
     p.add_argument("--ratios", nargs="+", type=float, default=[0.1, 0.3, 0.5, 0.7, 0.9],
                    help="masked share of each example's tokens (default 0.1 0.3 0.5 0.7 0.9)")
     p.add_argument("--recursive", action="store_true", help="also recursive ROAR: each "

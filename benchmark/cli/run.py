@@ -17,7 +17,8 @@ EPILOG = """examples:
 def add_arguments(p) -> None:
     p.add_argument("--tasks", nargs="+", default=["synthetic"], help="names, by spaces or commas")
     p.add_argument("--explainers", nargs="+", default=[],
-                   help="default: the six reference explainers (spaces or commas)")
+                   help="default: every reference explainer the model serves (spaces or "
+                   "commas; `faithbench list` shows them)")
     p.add_argument("--metrics", nargs="+", default=[],
                    help="default: every metric for the task (spaces or commas)")
     p.add_argument("--fresh", action="store_true", help="delete earlier results and start over")

@@ -6,14 +6,22 @@ from __future__ import annotations
 from faithbench.benchmark.cli import options, output
 
 NAME = "validate"
-HELP = "run the plugin checks on the synthetic task"
+HELP = "run the plugin checks on the synthetic task (BiLSTM or Transformer)"
 EPILOG = """examples:
   faithbench validate submissions/TEMPLATE.py
   faithbench validate my_package.my_explainer      # module with an EXPLAINER object
-  faithbench validate my_entry_point               # entry point in group faithbench.explainers"""
+  faithbench validate my_entry_point               # entry point in group faithbench.explainers
+  faithbench validate my_explainer.py --model transformer --layers 2   # on a (small) MiniLM"""
 
 def add_arguments(p) -> None:
     p.add_argument("submission", help="file path, module name or entry point")
+    g = p.add_argument_group("model")
+    g.add_argument("--model", choices=("bilstm", "transformer"),
+                   help="the synthetic task's model family: bilstm (default) or transformer "
+                   "(all-MiniLM-L6-v2 fine-tuned on it: subword pieces, per-layer attention)")
+    g.add_argument("--layers", type=int, help="transformer: keep only the first N encoder "
+                   "layers (faster; the checks do not need a good model)")
+    g.add_argument("--epochs", type=int, help="override the synthetic task's epochs")
     options.plugins(p.add_argument_group("explainers"))
     options.progress(p)
 

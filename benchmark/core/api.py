@@ -45,7 +45,29 @@ EMBEDDINGS = "embeddings"  # embed() / logits_from_embeddings()
 ATTENTION = "attention"  # attention()
 LAYER_ATTENTION = "layer_attention"  # attention_maps(): every layer's and head's attention
 LRP = "lrp"  # lrp_logits(): a forward pass whose backward propagates LRP relevance
-CAPABILITIES = (GRADIENTS, EMBEDDINGS, ATTENTION, LAYER_ATTENTION, LRP)
+# attention_vectors(): the attention the output reads and the vectors it weights
+ATTENTION_VECTORS = "attention_vectors"
+# attention_leaf() / logits_from_attention(): the logits as a function of that attention
+ATTENTION_GRADIENT = "attention_gradient"
+VALUE_ZEROING = "value_zeroing"  # value_zeroing_maps(): per-layer context mixing
+# appended only: existing ids and orders never change
+CAPABILITIES = (GRADIENTS, EMBEDDINGS, ATTENTION, LAYER_ATTENTION, LRP, ATTENTION_VECTORS,
+                ATTENTION_GRADIENT, VALUE_ZEROING)
+# what each capability is, for the message that refuses an explainer a model cannot serve
+CAPABILITY_TEXT = {
+    GRADIENTS: "gradients wrt the input embeddings",
+    EMBEDDINGS: "embed() / logits_from_embeddings()",
+    ATTENTION: "attention(): one attention distribution over the input",
+    LAYER_ATTENTION: "attention_maps(): every layer's and head's attention, which only a "
+                     "Transformer exposes",
+    LRP: "lrp_logits(): BiLSTM, GRU and BERT-architecture models",
+    ATTENTION_VECTORS: "attention_vectors(): the vectors the attention weights (task BiLSTMs "
+                       "and BERT-layout Transformers)",
+    ATTENTION_GRADIENT: "logits_from_attention(): the logits with the attention as an input "
+                        "(task BiLSTMs and BERT-layout Transformers)",
+    VALUE_ZEROING: "value_zeroing_maps(): a layer recomputed with one token's value vector "
+                   "zeroed, which only a BERT-layout Transformer offers",
+}
 
 
 def capabilities(model: Any) -> frozenset[str]:
@@ -123,8 +145,15 @@ class ExplainableModel(Protocol):
     ``attention_maps`` (``LAYER_ATTENTION``: (B, L, H, S, S) maps and each position's
     place in the model's full sequence), ``lrp_logits(embeds, batch, eps)`` (``LRP``:
     the logits, by a forward pass whose backward maps the relevance of the logits to
-    that of the embeddings, ``faithbench.benchmark.core.lrp``), ``max_rows_per_pass`` (the most rows worth
-    forwarding at once) and ``retokenize`` (the ``retokenize`` eraser).
+    that of the embeddings, ``faithbench.benchmark.core.lrp``), ``attention_vectors(batch,
+    layer=None)`` (``ATTENTION_VECTORS``: (B, H, S) the attention weights the output reads
+    — a Transformer's [CLS] row of one layer, per head —, (B, H, S, K) the vectors f(x_j)
+    they weight and (B, T) each position's place), ``attention_leaf(batch)`` and
+    ``logits_from_attention(weights, batch)`` (``ATTENTION_GRADIENT``: those (B, H, S)
+    weights and the logits with given weights in their place), ``value_zeroing_maps``
+    (``VALUE_ZEROING``: (B, L, S, S) value-zeroing context mixing per layer, rows summing
+    to 1), ``max_rows_per_pass`` (the most rows worth forwarding at once) and
+    ``retokenize`` (the ``retokenize`` eraser).
     """
 
     pad_id: int  # padding id (the BiLSTMs' is the zero vector)
@@ -143,7 +172,7 @@ class ExplainableModel(Protocol):
 NAME_PATTERN = r"[a-z][a-z0-9_]{0,63}"  # explainer names and parameter keys
 VERSION_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._+-]{0,31}"
 VALUE_PATTERN = r"[A-Za-z0-9._+-]{0,64}"  # a string parameter value
-TEXT_LIMIT = 2000  # characters of a citation or description
+TEXT_LIMIT = 2000  # characters of a citation, description or cost
 
 
 @dataclass(frozen=True)
@@ -169,6 +198,10 @@ class ExplainerSpec:
     deterministic: bool = True
     citation: str = ""
     description: str = ""
+    # nominal cost per example, printable text: "1 fwd + 1 bwd", "50 fwd + 50 bwd
+    # (n_steps)", "T + 1 fwd (T = tokens)"; shown by ``faithbench list``. Not part of
+    # the id or any cache key; what a run measures is in each record's timing
+    cost: str = ""
 
     def __post_init__(self):
         _match("explainer name", self.name, NAME_PATTERN,
@@ -183,7 +216,7 @@ class ExplainerSpec:
             _match("parameter key", pair[0], NAME_PATTERN, "as an explainer name")
             for v in pair[1] if isinstance(pair[1], tuple) else (pair[1],):
                 _check_value(pair[0], v)
-        for what in ("citation", "description"):
+        for what in ("citation", "description", "cost"):
             text = getattr(self, what)
             if not isinstance(text, str) or len(text) > TEXT_LIMIT or not text.isprintable():
                 raise ValueError(f"{what} must be printable text (no newlines or control "
@@ -219,6 +252,16 @@ def example_generator(rng: torch.Generator, example_id: str) -> torch.Generator:
     digest = hashlib.blake2b(f"{rng.initial_seed()}\x00{example_id}".encode(),
                              digest_size=8).digest()
     return torch.Generator().manual_seed(int.from_bytes(digest, "little") >> 1)
+
+
+def baseline_embeddings(model: ExplainableModel, batch: Batch,
+                        embeds: torch.Tensor) -> torch.Tensor:
+    """(B, T, D) the reference input of path methods (integrated gradients,
+    GradientSHAP): the embedding of ``model.baseline_id`` at real tokens (the zero vector
+    for the task models' padding id), ``embeds`` itself at padding."""
+    base_ids = batch.ids.masked_fill(batch.mask, model.baseline_id)
+    base = model.embed(batch.replace(ids=base_ids)).detach()
+    return torch.where(batch.mask.unsqueeze(-1), base, embeds)
 
 
 @runtime_checkable
@@ -383,7 +426,8 @@ class MetricSpec:
     ``aggregation`` None: the value is the mean of per-example values. Otherwise the
     metric is corpus-level: its outputs carry per-example ``stats`` and the value is
     ``aggregation`` of their sums. ``needs_training``: the metric retrains models
-    (ROAR) and gets a ``TrainingInput`` instead of batches.
+    (ROAR) and gets a ``TrainingInput`` instead of batches; ``needs_explainer``: it runs
+    the explainer again on other models (the sanity checks), and gets one too.
     """
 
     name: str
@@ -391,11 +435,12 @@ class MetricSpec:
     direction: str
     kinds: frozenset[str]
     params: tuple[tuple[str, Any], ...] = ()
-    family: str = "faithfulness"  # or "plausibility"; never mixed in rankings
+    family: str = "faithfulness"  # or plausibility, descriptive, sanity; never mixed in rankings
     needs_reference: bool = False
     citation: str = ""
     aggregation: Aggregation | None = None
     needs_training: bool = False
+    needs_explainer: bool = False
 
     def __post_init__(self):
         _one_of("metric", self.name, "direction", self.direction, DIRECTIONS)
@@ -476,13 +521,21 @@ class ModelSession(Protocol):
 
     def explain(self, explainer: Explainer, *, cache: bool = True) -> Explanations: ...
 
+    def explain_on(self, explainer: Explainer, model: Any = None, *,
+                   prepared: PreparedTask | None = None) -> list[list[float]]:
+        """The explainer's scores of the same examples and targets on another model,
+        through the session's guarded caller (the sanity checks)."""
+        ...
+
 
 @dataclass(frozen=True)
 class TrainingInput:
-    """What a metric that retrains (``spec.needs_training``, e.g. ROAR) is handed, and
-    nothing else: the task and the options of the evaluated model, the session of that
-    model (its examples, targets, explanations: ``session.explain``), the explainer
-    under test, and ``retrain(transform, seed)`` (``core.retrain.Retrainer``), which
+    """What a metric that retrains (``spec.needs_training``, e.g. ROAR) or explains
+    other models (``spec.needs_explainer``: the sanity checks) is handed, and nothing
+    else: the task and the options of the evaluated model, the session of that model
+    (its examples, targets, explanations: ``session.explain``; the explainer on another
+    model: ``session.explain_on``), the explainer under test, and
+    ``retrain(transform, seed)`` (``core.retrain.Retrainer``), which
     returns a ``PreparedTask`` trained on transformed data through the run's executor
     (cached by content key like every model)."""
 

@@ -21,6 +21,8 @@ Misses are sorted by resulting length, so a chunk pads little, and forwarded in
 chunks of ``chunk_size`` rows.
 """
 
+import weakref
+
 import torch
 
 from faithbench.benchmark.core.api import Batch, ExplainableModel
@@ -138,6 +140,42 @@ class Perturber:
                 grown[: first] = self._store[: first]
             self._store = grown
         self._store[first:need] = probs
+
+
+_ENGINES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def share_engine(model: ExplainableModel, engine: Perturber) -> None:
+    """Make ``engine`` the one explainers reach through ``engine_for(model)`` (an
+    evaluation session shares its metrics' engine this way)."""
+    _ENGINES[model] = engine
+
+
+def registered_engine(model: ExplainableModel) -> Perturber | None:
+    """The engine ``share_engine`` registered for ``model``, or None (also for a model
+    that cannot be weakly referenced)."""
+    try:
+        return _ENGINES.get(model)
+    except TypeError:
+        return None
+
+
+def forget_engine(model: ExplainableModel) -> None:
+    """Drop ``model``'s engine (registered or made by ``engine_for``)."""
+    try:
+        _ENGINES.pop(model, None)
+    except TypeError:
+        pass
+
+
+def engine_for(model: ExplainableModel) -> Perturber:
+    """The engine shared by everything that perturbs ``model``: the session's, where
+    one registered it (``share_engine``), else one made on first use and kept as long
+    as the model (a plugin worker's copy of the model gets its own)."""
+    engine = _ENGINES.get(model)
+    if engine is None:
+        engine = _ENGINES[model] = Perturber(model)
+    return engine
 
 
 def variant_keys(batch: Batch) -> list[bytes]:

@@ -1,0 +1,79 @@
+"""Perturbation attributions with tokens (on a subword model: words) as features and
+the task's eraser as feature removal, every model call going through the shared
+perturbation engine: the building block of LIME, KernelSHAP and Shapley value
+sampling (``faithbench.submissions.lime``, ``.kernel_shap``, ``.shapley_sampling``)
+and of any plugin that perturbs by removing tokens (``faithbench.api.feature_attributions``).
+
+Captum's attribution classes keep their own definitions (sampling, weighting,
+fitting); what they are handed is an input of presence indicators: ``inputs`` is a
+row of ones over the example's features, ``baselines`` a row of zeros, so a sample
+Captum builds (input · z + baseline · (1 − z)) is the presence vector z itself, and the
+forward function maps z to the example with the absent features erased and returns
+the engine's probabilities. So the engine forwards each distinct variant once (a short
+sentence has few: LIME's 500 draws over 5 words are at most 32 inputs) and shares
+them with the metrics (the empty input, the leave-one-out variants).
+
+Randomness. Captum draws from torch's global generator; each example's call runs
+under ``torch.random.fork_rng`` seeded from that example's generator
+(``example_generator``), so an example gets the same draws alone, in any batch, and
+the global generator is left as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from faithbench.benchmark.core.api import Batch, ExplainableModel, Target, example_generator
+from faithbench.benchmark.core.erasers import check_eraser
+from faithbench.benchmark.core.perturb import engine_for
+
+# attribute(forward, inputs (1, M), baselines (1, M), target, feature_mask (1, M)) -> (1, M)
+Attribute = Callable[..., torch.Tensor]
+
+
+def features_of(batch: Batch, row: int) -> torch.Tensor:
+    """(L,) feature index of each real token of ``row``: its word on a subword model,
+    else its position (features numbered 0.. in order of appearance)."""
+    n = int(batch.mask[row].sum())
+    if batch.words is None:
+        return torch.arange(n)
+    words = batch.words[row, :n].long()
+    return torch.unique(words, return_inverse=True)[1]
+
+
+def example_seed(rng: torch.Generator, example_id: str) -> int:
+    """The seed of one example's draws (``example_generator``'s)."""
+    return example_generator(rng, example_id).initial_seed()
+
+
+def feature_attributions(model: ExplainableModel, batch: Batch, target: Target,
+                         rng: torch.Generator, attribute: Attribute, *,
+                         eraser: str = "delete") -> torch.Tensor:
+    """(B, T) scores: ``attribute``'s value of each feature, shared equally among the
+    feature's tokens (a word's summed score is its value, as occlusion's is); zero at
+    padding. ``attribute`` is called once per example, under that example's seed."""
+    check_eraser(eraser)
+    engine = engine_for(model)
+    out = torch.zeros(batch.ids.shape, dtype=torch.float32)
+    for b in range(len(batch)):
+        feature = features_of(batch, b)  # (L,)
+        n_tokens, n_features = len(feature), int(feature.max()) + 1 if len(feature) else 0
+        if n_features == 0:
+            continue
+
+        def forward(presence: torch.Tensor, b=b, feature=feature) -> torch.Tensor:
+            keep = torch.zeros(len(presence), batch.ids.shape[1], dtype=torch.bool)
+            keep[:, :len(feature)] = presence[:, feature] > 0.5
+            rows = torch.full((len(presence),), b, dtype=torch.long)
+            return engine.probs_of_variants(batch, rows, keep, eraser)  # (n, C)
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(example_seed(rng, batch.example_ids[b]))
+            value = attribute(forward, torch.ones(1, n_features), torch.zeros(1, n_features),
+                              int(target[b]), torch.arange(n_features).view(1, -1))
+        value = value.reshape(-1).float()  # (M,)
+        share = torch.bincount(feature, minlength=n_features).float()
+        out[b, :n_tokens] = (value / share)[feature]
+    return out

@@ -1,0 +1,226 @@
+"""LIME, KernelSHAP and Shapley value sampling against Captum's own classes called
+directly on the model, one example at a time, with a forward function written here:
+each sample's kept tokens are written out as a list and forwarded alone (no engine, no
+erasure code). Per example at batch 1 and inside a batch of 16 rows of other lengths;
+then the properties that hold by definition (Shapley sums, subword sharing), the
+engine's sharing, and the seed."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from captum._utils.models.linear_model import SkLearnRidge
+from captum.attr import KernelShap, Lime, ShapleyValueSampling
+from captum.attr._core.lime import get_exp_kernel_similarity_function
+
+from faithbench.benchmark.core.api import Batch, example_generator
+from faithbench.benchmark.core.perturb import Perturber, share_engine
+from faithbench.submissions.kernel_shap import KernelShapExplainer
+from faithbench.submissions.lime import KERNEL_WIDTH, RIDGE_ALPHA, LimeExplainer
+from faithbench.submissions.shapley_sampling import ShapleySamplingExplainer
+from faithbench.testing import tiny_classifier
+
+ROWS = [[3 + (i * 7 + j) % 17 for j in range(2 + i % 7)] for i in range(16)]
+MASK_ID = 1
+
+
+def loud_classifier():
+    """The tiny BiLSTM with its weights scaled up, so one word moves p(target) by tenths,
+    not the untrained model's hundredths."""
+    model = tiny_classifier(seed=3)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(4.0)
+    return model.eval()
+
+
+def batch_of(rows, words=None) -> Batch:
+    width = max(map(len, rows))
+    ids = torch.tensor([r + [0] * (width - len(r)) for r in rows])
+    w = None if words is None else torch.tensor([r + [0] * (width - len(r)) for r in words])
+    return Batch(ids=ids, mask=ids != 0, example_ids=tuple(f"ex{i}" for i in range(len(rows))),
+                 words=w)
+
+
+def direct_forward(model, tokens: list[int], feature: list[int], eraser: str):
+    """p(·) of each presence vector: the kept tokens written out one sample at a time."""
+    def forward(presence):
+        out = []
+        for z in presence.tolist():
+            kept = [t for t, f in zip(tokens, feature) if z[f] > 0.5]
+            if eraser == "mask":
+                kept = [t if z[f] > 0.5 else MASK_ID for t, f in zip(tokens, feature)]
+            ids = torch.tensor([kept or [0]])
+            one = Batch(ids=ids, mask=torch.tensor([[bool(kept)] * ids.shape[1]]),
+                        example_ids=("x",))
+            out.append(torch.softmax(model.logits(one), -1)[0])
+        return torch.stack(out)
+    return forward
+
+
+def captum_direct(kind, model, tokens, feature, target, seed, n_samples, eraser="delete"):
+    """Captum's attribution of each feature for one example, under ``seed``."""
+    m = max(feature) + 1
+    forward = direct_forward(model, tokens, feature, eraser)
+    torch.manual_seed(seed)
+    args = {"baselines": torch.zeros(1, m), "target": target,
+            "feature_mask": torch.arange(m).view(1, -1), "n_samples": n_samples}
+    if kind == "lime":
+        method = Lime(forward, interpretable_model=SkLearnRidge(alpha=1.0),
+                      similarity_func=get_exp_kernel_similarity_function(
+                          "cosine", kernel_width=KERNEL_WIDTH))
+    elif kind == "kernel_shap":
+        method = KernelShap(forward)
+    else:
+        method = ShapleyValueSampling(forward)
+    with torch.no_grad():
+        return method.attribute(torch.ones(1, m), **args)[0]
+
+
+EXPLAINERS = {"lime": LimeExplainer, "kernel_shap": KernelShapExplainer,
+              "shapley_sampling": ShapleySamplingExplainer}
+SAMPLES = {"lime": 60, "kernel_shap": 60, "shapley_sampling": 5}
+
+
+@pytest.mark.parametrize("kind", sorted(EXPLAINERS))
+def test_equals_captum_called_directly_alone_and_in_a_batch_of_16(kind):
+    model = loud_classifier()
+    batch = batch_of(ROWS)
+    target = torch.tensor([i % 2 for i in range(16)])
+    rng = torch.Generator().manual_seed(11)
+    explainer = EXPLAINERS[kind](n_samples=SAMPLES[kind])
+    batched = explainer.explain(model, batch, target, rng=rng)
+    nonzero = 0
+    for row in range(16):
+        n = len(ROWS[row])
+        seed = example_generator(rng, f"ex{row}").initial_seed()
+        want = captum_direct(kind, model, ROWS[row], list(range(n)), int(target[row]), seed,
+                             SAMPLES[kind])
+        alone = explainer.explain(model, batch.select([row]), target[row:row + 1], rng=rng)
+        assert alone[0, :n] == pytest.approx(want, rel=1e-5, abs=1e-7)
+        assert batched[row, :n] == pytest.approx(want, rel=1e-5, abs=1e-7)
+        assert (batched[row, n:] == 0).all()
+        nonzero += int((want.abs() > 1e-3).sum())
+    assert nonzero > 16  # the comparison is not between zeros
+
+
+@pytest.mark.parametrize("kind", sorted(EXPLAINERS))
+def test_words_are_the_features_on_a_subword_model_and_share_their_value(kind):
+    model = loud_classifier()
+    rows, words = [[5, 6, 7, 8, 9]], [[0, 0, 1, 2, 2]]
+    batch, target = batch_of(rows, words), torch.tensor([1])
+    rng = torch.Generator().manual_seed(2)
+    got = EXPLAINERS[kind](n_samples=SAMPLES[kind]).explain(model, batch, target, rng=rng)[0]
+    seed = example_generator(rng, "ex0").initial_seed()
+    per_word = captum_direct(kind, model, rows[0], words[0], 1, seed, SAMPLES[kind])  # (3,)
+    want = per_word[torch.tensor(words[0])] / torch.tensor([2.0, 2.0, 1.0, 2.0, 2.0])
+    assert got == pytest.approx(want, rel=1e-5, abs=1e-7)
+    assert (per_word.abs() > 1e-3).any()
+
+
+def test_lime_fits_lime_packages_ridge_and_leaves_no_word_at_zero():
+    assert RIDGE_ALPHA == 1.0  # lime.lime_base: Ridge(alpha=1, fit_intercept=True)
+    model = loud_classifier()
+    batch, target = batch_of(ROWS[8:12]), torch.tensor([0, 1, 1, 0])
+    got = LimeExplainer(n_samples=60).explain(model, batch, target,
+                                             rng=torch.Generator().manual_seed(0))
+    assert (got[batch.mask] != 0).all()  # a Lasso would zero some of them
+
+
+def test_lime_kernel_is_the_lime_packages_text_kernel():
+    """lime's LimeTextExplainer weighs a sample at cosine distance d by
+    sqrt(exp(-(100 d)^2 / 25^2)); Captum's kernel with our width must give the same."""
+    for d in (0.1, 0.5, 0.9):
+        want = (torch.exp(-torch.tensor(100 * d) ** 2 / 25 ** 2)) ** 0.5
+        got = get_exp_kernel_similarity_function("cosine", kernel_width=KERNEL_WIDTH)
+        cos = torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0 - d, (1 - (1 - d) ** 2) ** 0.5]])
+        assert float(got(cos[0], cos[1], None)) == pytest.approx(float(want), rel=2e-3)
+
+
+def test_mask_eraser_substitutes_the_mask_id():
+    model = loud_classifier()
+    batch, target = batch_of(ROWS[:3]), torch.tensor([0, 1, 1])
+    rng = torch.Generator().manual_seed(4)
+    got = ShapleySamplingExplainer(n_samples=4, eraser="mask").explain(model, batch, target,
+                                                                       rng=rng)
+    for row in range(3):
+        n = len(ROWS[row])
+        seed = example_generator(rng, f"ex{row}").initial_seed()
+        want = captum_direct("shapley_sampling", model, ROWS[row], list(range(n)),
+                             int(target[row]), seed, 4, eraser="mask")
+        assert got[row, :n] == pytest.approx(want, rel=1e-5, abs=1e-7)
+
+
+def test_shapley_sampling_sums_to_the_full_minus_the_empty_input():
+    """Every ordering's gains telescope: sum_t phi_t = p(x) - p(empty), for any draws."""
+    model = loud_classifier()
+    batch, target = batch_of(ROWS[:6]), torch.tensor([0, 1, 0, 1, 0, 1])
+    got = ShapleySamplingExplainer(n_samples=3).explain(
+        model, batch, target, rng=torch.Generator().manual_seed(0))
+    for row in range(6):
+        forward = direct_forward(model, ROWS[row], list(range(len(ROWS[row]))), "delete")
+        p = forward(torch.tensor([[1.0] * len(ROWS[row]), [0.0] * len(ROWS[row])]))
+        t = int(target[row])
+        assert float(got[row].sum()) == pytest.approx(float(p[0, t] - p[1, t]), rel=1e-5)
+
+
+def test_one_word_examples_get_their_exact_shapley_value():
+    """Captum's KernelShap cannot sample a one-feature input (its kernel distribution is
+    empty); the one word's value is p(x) - p(empty), which the others estimate too."""
+    model = loud_classifier()
+    batch, target = batch_of([[7], [3, 4, 5]]), torch.tensor([1, 0])
+    p = direct_forward(model, [7], [0], "delete")(torch.tensor([[1.0], [0.0]]))[:, 1]
+    for cls in EXPLAINERS.values():
+        got = cls(n_samples=30).explain(model, batch, target,
+                                        rng=torch.Generator().manual_seed(0))
+        if cls is LimeExplainer:  # a ridge fit shrinks the one coefficient a little
+            assert 0 < float(got[0, 0]) / float(p[0] - p[1]) <= 1
+        else:
+            assert float(got[0, 0]) == pytest.approx(float(p[0] - p[1]), rel=1e-5)
+
+
+def test_kernel_shap_is_exact_shapley_on_an_additive_model():
+    """On p = sigmoid-free additive votes (Votes model's probabilities are not additive,
+    so use a linear readout): with 2^M samples allowed, KernelSHAP recovers each word's
+    own contribution."""
+    class Additive:
+        pad_id, mask_id, baseline_id = 0, 1, 0
+        weights = torch.zeros(50)
+
+        def logits(self, batch):
+            w = self.weights[batch.ids] * batch.mask
+            s = w.sum(1)
+            # two "probabilities" that are linear in the kept words (softmax of log)
+            return torch.log(torch.stack([0.5 + s, 0.5 - s], 1))
+
+    model = Additive()
+    model.weights[[5, 6, 7]] = torch.tensor([0.2, -0.1, 0.05])
+    batch, target = batch_of([[5, 6, 7]]), torch.tensor([0])
+    engine = Perturber(model)
+    share_engine(model, engine)
+    got = KernelShapExplainer(n_samples=200).explain(model, batch, target,
+                                                     rng=torch.Generator().manual_seed(0))
+    assert got[0].tolist() == pytest.approx([0.2, -0.1, 0.05], abs=1e-4)
+    # and the engine forwarded each distinct subset once: 2^3 of 200 requested
+    assert engine.rows_requested == 200 and engine.rows_forwarded == 8
+
+
+def test_same_seed_same_scores_other_seed_other_scores():
+    model = loud_classifier()
+    batch, target = batch_of(ROWS[4:8]), torch.tensor([0, 1, 0, 1])
+    for cls in EXPLAINERS.values():
+        explainer = cls(n_samples=20)
+        first = explainer.explain(model, batch, target, rng=torch.Generator().manual_seed(0))
+        again = explainer.explain(model, batch, target, rng=torch.Generator().manual_seed(0))
+        other = explainer.explain(model, batch, target, rng=torch.Generator().manual_seed(1))
+        assert torch.equal(first, again)
+        assert not torch.equal(first, other)
+
+
+def test_the_global_generator_is_left_alone():
+    model = loud_classifier()
+    batch, target = batch_of(ROWS[:2]), torch.tensor([0, 1])
+    torch.manual_seed(123)
+    state = torch.random.get_rng_state()
+    LimeExplainer(n_samples=10).explain(model, batch, target, rng=torch.Generator().manual_seed(0))
+    assert torch.equal(torch.random.get_rng_state(), state)
