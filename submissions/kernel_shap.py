@@ -18,9 +18,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-from captum.attr import KernelShap
+from captum._utils.models.linear_model import SkLearnLinearRegression
+from torch.distributions import Categorical
 
-from faithbench.api import Batch, ExplainableModel, ExplainerSpec, Target, feature_attributions
+from faithbench.api import (
+    Batch,
+    ExplainableModel,
+    ExplainerSpec,
+    Target,
+    feature_attributions,
+    fit_surrogate,
+)
+
+INF_WEIGHT = 1e6  # Captum's KernelShap.inf_weight: the endpoints the fit must pass through
 
 
 @dataclass(frozen=True)
@@ -51,16 +61,41 @@ class KernelShapExplainer:
                                     eraser=self.eraser)
 
     def attribute(self, forward, inputs, baselines, target, feature_mask) -> torch.Tensor:
-        """Captum's KernelShap on one example's presence vector. A one-word example has
-        no subset between the full and the empty input to sample (Captum's kernel
+        """Captum's KernelShap on one example's presence vector: its samples and weights
+        (``shapley_kernel_samples``) and its fit (``fit_surrogate``), with one forward
+        call instead of Captum's Python loop over samples;
+        ``tests/test_perturbation_explainers.py`` compares the two. A one-word example
+        has no subset between the full and the empty input to sample (Captum's kernel
         distribution is empty); its Shapley value is exactly p(x) − p(empty), the value
         KernelSHAP's two weighted endpoints give."""
-        if inputs.shape[1] == 1:
+        m = inputs.shape[1]
+        if m == 1:
             p = forward(torch.cat([inputs, baselines]))[:, target]
             return (p[0] - p[1]).view(1, 1)
-        return KernelShap(forward).attribute(
-            inputs, baselines=baselines, target=target, feature_mask=feature_mask,
-            n_samples=self.n_samples, perturbations_per_eval=self.n_samples)
+        return fit_surrogate(forward, *shapley_kernel_samples(m, self.n_samples), target,
+                             SkLearnLinearRegression())
+
+
+def shapley_kernel_samples(m: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(n, m) presence samples and their weights as Captum's KernelShap draws them from
+    the global generator: the full and the empty input first (weight 10^6), then, per
+    sample, a size k from the Shapley kernel p(k) ∝ (m − 1) / (k (m − k)) and the k
+    largest of m standard normals (weight 1). Captum interleaves the two draws per
+    sample, so this loops too, but over those two draws only."""
+    k = torch.arange(m, dtype=torch.float)
+    probs = torch.tensor(m - 1) / (k * (m - k))
+    probs[0] = 0.0
+    sizes = Categorical(probs)
+    rows = [torch.ones(1, m), torch.zeros(1, m)]
+    for _ in range(n - 2):
+        size = sizes.sample()
+        values = torch.randn(1, m)
+        threshold = torch.kthvalue(values, m - size).values.item()
+        rows.append((values > threshold).float())
+    samples = torch.cat(rows)[:n]
+    weights = torch.ones(len(samples))
+    weights[:2] = INF_WEIGHT
+    return samples, weights
 
 
 EXPLAINER = KernelShapExplainer()

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+from torch.utils.data import DataLoader, TensorDataset
 
 from faithbench.benchmark.core.api import Batch, ExplainableModel, Target, example_generator
 from faithbench.benchmark.core.erasers import check_eraser
@@ -77,3 +78,16 @@ def feature_attributions(model: ExplainableModel, batch: Batch, target: Target,
         share = torch.bincount(feature, minlength=n_features).float()
         out[b, :n_tokens] = (value / share)[feature]
     return out
+
+
+def fit_surrogate(forward: Callable[[torch.Tensor], torch.Tensor], samples: torch.Tensor,
+                  weights: torch.Tensor, target: int, surrogate) -> torch.Tensor:
+    """(1, M) coefficients of ``surrogate`` (a Captum linear model, e.g. ``SkLearnRidge``)
+    fitted to p(target) of the (n, M) presence ``samples``, weighted by ``weights`` (n,):
+    the last step of Captum's ``LimeBase.attribute``, fed the same tensors it builds (so
+    a sampler that draws what Captum draws gives Captum's result, with one forward call
+    instead of Captum's Python loop over samples)."""
+    outputs = forward(samples)[:, target]
+    data = TensorDataset(samples.float(), outputs.float(), weights.float())
+    surrogate.fit(DataLoader(data, batch_size=len(samples)))
+    return surrogate.representation().reshape(1, -1)
