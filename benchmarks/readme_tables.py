@@ -26,13 +26,14 @@ from faithbench.benchmark.cli import main as faithbench
 ROOT = Path(__file__).resolve().parent.parent
 # the README's headline table and every table of the results page
 PAGES = (ROOT / "README.md", ROOT / "docs" / "results.md")
-PREFIX = "`faithbench leaderboard "
+PREFIXES = ("`faithbench leaderboard ", "`faithbench compare ")
 
 
 def command_of(line: str) -> list[str] | None:
-    """The argv of a README line that is exactly one backticked leaderboard command."""
+    """The argv of a README line that is exactly one backticked leaderboard or compare
+    command."""
     line = line.strip()
-    if not (line.startswith(PREFIX) and line.endswith("`") and line.count("`") == 2):
+    if not (line.startswith(PREFIXES) and line.endswith("`") and line.count("`") == 2):
         return None
     return shlex.split(line[1:-1])[1:]
 
@@ -67,12 +68,14 @@ def regenerate(lines: list[str], root: Path) -> tuple[list[str], list[str], list
         if not (root / (entries_of(argv) or "faithbench-results/leaderboard")).is_dir():
             skipped.append(shlex.join(argv))
             continue
-        while i < len(lines) and not lines[i].startswith("|"):  # blank lines before it
+        while i < len(lines) and not lines[i].strip():  # blank lines before it
             out.append(lines[i])
             i += 1
-        while i < len(lines) and lines[i].startswith("|"):  # the old table
+        while i < len(lines) and lines[i].startswith("|"):  # the old table, if any
             i += 1
         out.extend(table_of(argv, root))
+        if i < len(lines) and lines[i].strip():  # a table ends at a blank line
+            out.append("")
         done.append(shlex.join(argv))
     return out, done, skipped
 

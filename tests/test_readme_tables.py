@@ -33,3 +33,29 @@ def test_tables_under_commands_are_replaced_by_what_the_commands_print(tmp_path,
     assert all(row.split("|")[2].strip() == "24" for row in printed[2:])
     assert {row.split("|")[1].strip() for row in printed[2:]} == {
         "attention@1", "random[distribution=uniform]@1"}
+
+
+def test_a_compare_command_gets_its_table_too(tmp_path, synthetic_ready):
+    run(RunConfig(out=str(tmp_path / "runs" / "a"), explainers=("attention", "random"),
+                  metrics=("comprehensiveness",), limit=24, batch_size=8, progress=False))
+    cmd = ("`faithbench compare attention random --entries runs/a/leaderboard "
+           "--format markdown`")
+    new, done, _ = readme_tables.regenerate([cmd, "", "| old |", "|---|"], tmp_path)
+    assert len(done) == 1 and new[:2] == [cmd, ""]
+    assert new[2].startswith("| task") and "attention@1" not in new[2]
+    assert len(new) == 5 and "comprehensiveness" in new[4]  # header, rule, one metric
+
+
+def test_a_new_command_without_a_table_gets_one_and_the_text_after_it_stays(
+        tmp_path, synthetic_ready):
+    """Before: the lines after a command were skipped up to the next table, which was
+    then replaced: a new command line ate the prose and the table of the next section."""
+    run(RunConfig(out=str(tmp_path / "runs" / "a"), explainers=("attention",),
+                  metrics=("comprehensiveness",), limit=8, progress=False))
+    cmd = "`faithbench leaderboard --entries runs/a/leaderboard --format markdown`"
+    lines = [cmd, "", "prose of the next section", "", "| its | table |", "|---|---|"]
+    new, _, _ = readme_tables.regenerate(lines, tmp_path)
+    printed = readme_tables.table_of(readme_tables.command_of(cmd), tmp_path)
+    assert new == [cmd, "", *printed, "", "prose of the next section", "", "| its | table |",
+                   "|---|---|"]
+    assert readme_tables.regenerate(new, tmp_path)[0] == new  # and again: unchanged
