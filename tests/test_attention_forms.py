@@ -24,7 +24,6 @@ from faithbench.benchmark.core.api import (
 from faithbench.benchmark.core.errors import PluginError
 from faithbench.benchmark.core.isolation import plugin_caller
 from faithbench.benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
-from faithbench.benchmark.core.vocab import collate
 from faithbench.benchmark.runner import configured, serviceable
 from faithbench.submissions.attention_norm import EXPLAINER as NORM
 from faithbench.submissions.attention_norm import AttentionNormExplainer
@@ -32,6 +31,7 @@ from faithbench.submissions.attention_x_gradient import EXPLAINER as ATTGRAD
 from faithbench.submissions.value_zeroing import EXPLAINER as ZEROING
 from faithbench.testing import check_explainer, three_row_batch, tiny_classifier
 from tests.test_lrp import classifier, numpy_attention, numpy_bilstm, pair_model
+from tests.tiny_bert import random_bert
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -207,28 +207,9 @@ SENTENCES = ["a gorgeous , witty movie .", "the lightness of being", "it 's not 
 
 @pytest.fixture(scope="module")
 def bert():
-    """A randomly initialised two-layer, two-head BERT (float64, biases drawn wide), its
-    adapter, its tokenizer, and the three sentences as one padded batch of pieces."""
-    transformers = pytest.importorskip("transformers")
-    from faithbench.benchmark.core.models.transformer import TransformerClassifier
-    from faithbench.tasks.transformer import base_path, load_tokenizer
-
-    tokenizer = load_tokenizer(base_path())
-    torch.manual_seed(0)
-    config = transformers.BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=8,
-                                     num_hidden_layers=2, num_attention_heads=2,
-                                     intermediate_size=12, num_labels=3,
-                                     attn_implementation="eager")
-    hf = transformers.BertForSequenceClassification(config).double().eval()
-    with torch.no_grad():
-        for name, p in hf.named_parameters():
-            if name.endswith("bias"):
-                p.copy_(torch.randn_like(p) * 0.3)
-            elif "encoder" in name or "pooler" in name or "classifier" in name:
-                p.mul_(6)  # initializer_range 0.02 → weights ~0.12: attention far from uniform
-    ids = [tokenizer(t.split(), is_split_into_words=True, add_special_tokens=False)["input_ids"]
-           for t in SENTENCES]
-    return hf, TransformerClassifier(hf, tokenizer).eval(), tokenizer, collate(ids, ["a", "b", "c"])
+    """A random two-layer BERT (weights x 6: attention far from uniform), its adapter,
+    its tokenizer, and the three sentences as one padded batch of pieces."""
+    return random_bert(SENTENCES, scale=6)
 
 
 def library_run(hf, tokenizer, text):

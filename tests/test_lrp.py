@@ -19,6 +19,7 @@ from faithbench.benchmark.core.models.classifier import AttentionClassifier, Cla
 from faithbench.benchmark.core.models.pair_classifier import PairAttentionClassifier, PairConfig
 from faithbench.benchmark.runner import configured
 from faithbench.submissions.lrp import EXPLAINER, LRPExplainer
+from tests.tiny_bert import random_bert
 
 IDS = torch.tensor([[3, 4, 5, 6, 0, 0, 0], [7, 8, 9, 10, 11, 12, 13], [2, 0, 0, 0, 0, 0, 0],
                     [14, 15, 3, 0, 0, 0, 0]])
@@ -259,28 +260,10 @@ def test_lrp_logits_are_the_models_logits_and_need_the_capability():
 
 @pytest.fixture(scope="module")
 def tiny_bert():
-    """A randomly initialised two-layer BERT over MiniLM's vocabulary (float64), its
-    adapter, and a batch of two sentences."""
-    transformers = pytest.importorskip("transformers")
-    from faithbench.benchmark.core.models.transformer import TransformerClassifier
-    from faithbench.benchmark.core.vocab import collate
-    from faithbench.tasks.transformer import base_path, load_tokenizer
-
-    tokenizer = load_tokenizer(base_path())
-    torch.manual_seed(0)
-    config = transformers.BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=8,
-                                     num_hidden_layers=2, num_attention_heads=2,
-                                     intermediate_size=12, num_labels=3,
-                                     attn_implementation="eager")
-    hf = transformers.BertForSequenceClassification(config).double().eval()
-    with torch.no_grad():
-        for name, p in hf.named_parameters():
-            if name.endswith("bias"):
-                p.copy_(torch.randn_like(p) * 0.3)
-    texts = ["a gorgeous , witty movie .", "the lightness of being"]
-    ids = [tokenizer(t.split(), is_split_into_words=True, add_special_tokens=False)["input_ids"]
-           for t in texts]
-    return hf, TransformerClassifier(hf, tokenizer).eval(), collate(ids, ["a", "b"])
+    """A random two-layer BERT (``tests.tiny_bert``), its adapter, and a batch of two
+    sentences."""
+    hf, model, _, batch = random_bert(["a gorgeous , witty movie .", "the lightness of being"])
+    return hf, model, batch
 
 
 def _np(t):
