@@ -57,7 +57,7 @@ PARAMS: dict[str, dict[str, Param]] = {
        for name in ("smoothgrad", "vargrad", "gradient_shap")},
     **{name: {"n_samples": Param(int, low=1, text="int >= 1 (samples of word subsets, "
                                  "or orderings for shapley_sampling)"),
-              "eraser": Param(str, choices=ERASERS, text="how a removed word is erased")}
+              "eraser": Param(str, choices=ERASERS)}
        for name in ("lime", "kernel_shap", "shapley_sampling")},
 }
 # ``faithbench roar``'s default: the six of the published ROAR table. ROAR explains the
