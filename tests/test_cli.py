@@ -291,3 +291,16 @@ def test_the_explainer_seed_is_its_own_and_defaults_to_the_model_seed(tmp_path):
     assert default["key"] == same["key"] != other["key"]
     assert scores == same_scores != other_scores
     assert default["provenance"]["checkpoint"] == other["provenance"]["checkpoint"]
+
+
+def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys):
+    """No traceback: a run stopped with Ctrl-C resumes with the same command."""
+    from faithbench.benchmark import runner
+
+    def stopped(config):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run", stopped)
+    assert main(["run", "--explainers", "random", "--limit", "2"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted: faithbench run stopped" in err and "Traceback" not in err

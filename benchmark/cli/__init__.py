@@ -59,3 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     except FaithbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt:  # finished units and explained batches are on disk
+        print(f"\ninterrupted: faithbench {args.verb} stopped; what it finished is kept on "
+              "disk, and the same command again resumes from there", file=sys.stderr)
+        return 130
