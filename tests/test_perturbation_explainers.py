@@ -53,7 +53,7 @@ def direct_forward(model, tokens: list[int], feature: list[int], eraser: str):
             ids = torch.tensor([kept or [0]])
             one = Batch(ids=ids, mask=torch.tensor([[bool(kept)] * ids.shape[1]]),
                         example_ids=("x",))
-            out.append(torch.softmax(model.logits(one), -1)[0])
+            out.append(torch.softmax(model.logits(one), -1)[0].detach())
         return torch.stack(out)
     return forward
 

@@ -40,7 +40,7 @@ def features_of(batch: Batch, row: int) -> torch.Tensor:
     n = int(batch.mask[row].sum())
     if batch.words is None:
         return torch.arange(n)
-    words = batch.words[row, :n].long()
+    words = batch.words[row, :n].long().cpu()
     return torch.unique(words, return_inverse=True)[1]
 
 
@@ -66,8 +66,10 @@ def feature_attributions(model: ExplainableModel, batch: Batch, target: Target,
 
         def forward(presence: torch.Tensor, b=b, feature=feature) -> torch.Tensor:
             keep = torch.zeros(len(presence), batch.ids.shape[1], dtype=torch.bool)
-            keep[:, :len(feature)] = presence[:, feature] > 0.5
-            rows = torch.full((len(presence),), b, dtype=torch.long)
+            keep[:, :len(feature)] = presence.cpu()[:, feature] > 0.5
+            device = batch.ids.device  # the engine erases on the batch's device
+            rows = torch.full((len(presence),), b, dtype=torch.long, device=device)
+            keep = keep.to(device)
             return engine.probs_of_variants(batch, rows, keep, eraser)  # (n, C)
 
         with torch.random.fork_rng(devices=[]):
