@@ -11,16 +11,16 @@ import torch
 from captum.attr import GradientShap
 
 from faithbench.benchmark.core.api import Batch, example_generator
+from faithbench.benchmark.core.vocab import collate
 from faithbench.submissions.gradient_shap import GradientShapExplainer
 from faithbench.testing import tiny_classifier
 
 ROWS = [[3 + (i * 5 + j) % 19 for j in range(2 + i % 8)] for i in range(16)]
 
 
-def batch_of(rows) -> Batch:
-    width = max(map(len, rows))
-    ids = torch.tensor([r + [0] * (width - len(r)) for r in rows])
-    return Batch(ids=ids, mask=ids != 0, example_ids=tuple(f"ex{i}" for i in range(len(rows))))
+def batch_of(rows, words=None) -> Batch:
+    """Rows "ex0", "ex1", ... right-padded (ids >= 3, so no real token is padding)."""
+    return collate(rows, [f"ex{i}" for i in range(len(rows))], words=words)
 
 
 def captum_alone(model, tokens, example_id, target, n_samples, noise, rng, monkeypatch):

@@ -15,6 +15,7 @@ from captum.attr._core.lime import get_exp_kernel_similarity_function
 
 from faithbench.benchmark.core.api import Batch, example_generator
 from faithbench.benchmark.core.perturb import Perturber, share_engine
+from faithbench.benchmark.core.vocab import collate
 from faithbench.submissions.kernel_shap import KernelShapExplainer
 from faithbench.submissions.lime import KERNEL_WIDTH, RIDGE_ALPHA, LimeExplainer
 from faithbench.submissions.shapley_sampling import ShapleySamplingExplainer
@@ -35,11 +36,8 @@ def loud_classifier():
 
 
 def batch_of(rows, words=None) -> Batch:
-    width = max(map(len, rows))
-    ids = torch.tensor([r + [0] * (width - len(r)) for r in rows])
-    w = None if words is None else torch.tensor([r + [0] * (width - len(r)) for r in words])
-    return Batch(ids=ids, mask=ids != 0, example_ids=tuple(f"ex{i}" for i in range(len(rows))),
-                 words=w)
+    """Rows "ex0", "ex1", ... right-padded (ids >= 3, so no real token is padding)."""
+    return collate(rows, [f"ex{i}" for i in range(len(rows))], words=words)
 
 
 def direct_forward(model, tokens: list[int], feature: list[int], eraser: str):

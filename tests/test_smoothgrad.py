@@ -10,15 +10,15 @@ import torch
 from captum.attr import NoiseTunnel, Saliency
 
 from faithbench.benchmark.core.api import Batch, example_generator
+from faithbench.benchmark.core.vocab import collate
 from faithbench.submissions.smoothgrad import SmoothGradExplainer
 from faithbench.submissions.vargrad import VarGradExplainer
 from faithbench.testing import tiny_classifier
 
 
-def batch_of(rows: list[list[int]]) -> Batch:
-    width = max(map(len, rows))
-    ids = torch.tensor([r + [0] * (width - len(r)) for r in rows])
-    return Batch(ids=ids, mask=ids != 0, example_ids=tuple(f"ex{i}" for i in range(len(rows))))
+def batch_of(rows, words=None) -> Batch:
+    """Rows "ex0", "ex1", ... right-padded (ids >= 3, so no real token is padding)."""
+    return collate(rows, [f"ex{i}" for i in range(len(rows))], words=words)
 
 
 ROWS = [[3 + (i * 7 + j) % 17 for j in range(2 + i % 9)] for i in range(16)]
