@@ -31,13 +31,6 @@ N_EXAMPLES = int(os.environ.get("FAITHBENCH_BENCH_N", "64"))
 EXPLAINERS = ("occlusion", "lime", "kernel_shap", "shapley_sampling")
 
 
-class RecordingAll(Recording):
-    """The model surface, keeping every batch forwarded (the engine's and occlusion's)."""
-
-    def __getattr__(self, name):  # embed, attention, max_rows_per_pass, words, ...
-        return getattr(self.model, name)
-
-
 @pytest.fixture(scope="module")
 def session():
     config = RunConfig(tasks=(TASK,), data_dir=DATA if TASK != "synthetic" else None,
@@ -52,7 +45,7 @@ def test_explainer_vs_its_forward_passes(benchmark, session, name):
     targets = session.targets
 
     def once():
-        recording = RecordingAll(session.prepared.model)
+        recording = Recording(session.prepared.model)
         prepared = dataclasses.replace(session.prepared, model=recording)
         fresh = EvaluationSession(prepared, session.config, seed=session.seed)
         fresh._probs, fresh._targets = session.base_probs, targets

@@ -81,6 +81,9 @@ class Recording:
         self.batches.append(batch)
         return self.model.logits(batch)
 
+    def __getattr__(self, name):  # the rest of the surface (embed, max_rows_per_pass, ...)
+        return getattr(self.model, name)
+
 
 @torch.no_grad()
 def bare_forward_seconds(model, batches, repeats: int = 3) -> float:
