@@ -35,7 +35,7 @@ from faithbench.benchmark.core.api import (
     token_attention,
 )
 from faithbench.benchmark.core.erasers import ERASERS
-from faithbench.benchmark.core.features import feature_attributions, fit_surrogate
+from faithbench.benchmark.core.features import feature_attributions, fit_linear, fit_surrogate
 from faithbench.benchmark.core.noise import gradients_at, noisy_embeddings, noisy_gradients
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "capabilities",
     "example_generator",
     "feature_attributions",
+    "fit_linear",
     "fit_surrogate",
     "gradients_at",
     "noisy_embeddings",

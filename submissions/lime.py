@@ -25,7 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-from captum._utils.models.linear_model import SkLearnRidge
 
 from faithbench.api import (
     Batch,
@@ -33,7 +32,7 @@ from faithbench.api import (
     ExplainerSpec,
     Target,
     feature_attributions,
-    fit_surrogate,
+    fit_linear,
 )
 
 KERNEL_WIDTH = 0.25  # lime's text kernel: width 25 on the cosine distance x 100
@@ -74,15 +73,16 @@ class LimeExplainer:
 
         Captum draws each sample as ``torch.bernoulli`` of a (1, M) row of ½ from the
         global generator, one call per sample; one (n, M) call draws the same numbers in
-        the same order. The kernel and the fit are Captum's (``fit_surrogate``), so the
-        result is ``Lime(forward, SkLearnRidge(1.0), kernel).attribute(...)``'s, without
+        the same order. The kernel is Captum's and the fit solves its ridge problem
+        (``fit_linear``), so the result is
+        ``Lime(forward, SkLearnRidge(1.0), kernel).attribute(...)``'s, without
         its Python loop over samples (which cost 10x the forward passes on a BiLSTM);
         ``tests/test_perturbation_explainers.py`` compares the two."""
         samples = torch.bernoulli(torch.full((self.n_samples, inputs.shape[1]), 0.5))
         distance = 1 - torch.nn.functional.cosine_similarity(inputs.expand_as(samples),
                                                              samples, dim=1)
         weights = torch.exp(-(distance.double() ** 2) / (2 * KERNEL_WIDTH ** 2))
-        return fit_surrogate(forward, samples, weights, target, SkLearnRidge(alpha=RIDGE_ALPHA))
+        return fit_linear(forward, samples, weights, target, alpha=RIDGE_ALPHA)
 
 
 EXPLAINER = LimeExplainer()

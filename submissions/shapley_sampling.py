@@ -7,8 +7,8 @@ p(target | x) − p(target | empty input) exactly, so the scores of an example d
 
 Captum's definition (``captum.attr.ShapleyValueSampling``); every model call goes
 through the shared perturbation engine (``faithbench.api.feature_attributions``):
-the empty and the full input, and every prefix two orderings share, are forwarded
-once. Each example draws its orderings from its own seeded generator.
+every ordering's prefixes go to it in one call, and the empty and the full input, and
+every prefix two orderings share, are forwarded once. Each example draws its orderings from its own seeded generator.
 ``tests/test_perturbation_explainers.py`` checks the scores against Captum's
 ``ShapleyValueSampling`` called directly on the model.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-from captum.attr import ShapleyValueSampling
 
 from faithbench.api import Batch, ExplainableModel, ExplainerSpec, Target, feature_attributions
 
@@ -51,11 +50,21 @@ class ShapleySamplingExplainer:
                                     eraser=self.eraser)
 
     def attribute(self, forward, inputs, baselines, target, feature_mask) -> torch.Tensor:
-        """Captum's ShapleyValueSampling on one example's presence vector (one ordering's
-        inputs per forward call)."""
-        return ShapleyValueSampling(forward).attribute(
-            inputs, baselines=baselines, target=target, feature_mask=feature_mask,
-            n_samples=self.n_samples, perturbations_per_eval=inputs.shape[1] + 1)
+        """Captum's ShapleyValueSampling on one example's presence vector, with every
+        ordering's prefixes in one forward call instead of one call per ordering: the
+        orderings are Captum's (``torch.randperm`` per sample from the global
+        generator), prefix j of an ordering keeps its first j + 1 words, and a word's
+        gain in an ordering is its prefix's p(target) minus the previous prefix's (the
+        empty input before the first). ``tests/test_perturbation_explainers.py``
+        compares the result with Captum's class."""
+        m, n = inputs.shape[1], self.n_samples
+        orders = torch.stack([torch.randperm(m) for _ in range(n)])  # (n, m)
+        ranks = orders.argsort(dim=1)  # (n, m): the step at which each word is added
+        prefixes = ranks.unsqueeze(1) <= torch.arange(m).view(1, m, 1)  # (n, step, word)
+        p = forward(torch.cat([baselines, prefixes.reshape(n * m, m).float()]))[:, target]
+        steps = p[1:].view(n, m)
+        gains = steps - torch.cat([p[:1].expand(n, 1), steps[:, :-1]], dim=1)
+        return gains.gather(1, ranks).mean(dim=0, keepdim=True)  # (1, m)
 
 
 EXPLAINER = ShapleySamplingExplainer()

@@ -14,6 +14,7 @@ from captum.attr import KernelShap, Lime, ShapleyValueSampling
 from captum.attr._core.lime import get_exp_kernel_similarity_function
 
 from faithbench.benchmark.core.api import Batch, example_generator
+from faithbench.benchmark.core.features import fit_linear
 from faithbench.benchmark.core.perturb import Perturber, share_engine
 from faithbench.benchmark.core.vocab import collate
 from faithbench.submissions.kernel_shap import KernelShapExplainer
@@ -123,6 +124,30 @@ def test_lime_fits_lime_packages_ridge_and_leaves_no_word_at_zero():
     got = LimeExplainer(n_samples=60).explain(model, batch, target,
                                              rng=torch.Generator().manual_seed(0))
     assert (got[batch.mask] != 0).all()  # a Lasso would zero some of them
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+@pytest.mark.parametrize("rank_deficient", [False, True])
+def test_fit_linear_solves_sklearns_weighted_fits(alpha, rank_deficient):
+    """``fit_linear`` against sklearn's LinearRegression / Ridge with sample weights (the
+    fits behind Captum's SkLearnLinearRegression / SkLearnRidge), in float64, on
+    weights spanning 10^6 as KernelSHAP's do; with two identical columns least squares
+    has many solutions and both must pick the minimum-norm one (equal halves)."""
+    from sklearn.linear_model import LinearRegression, Ridge
+    g = torch.Generator().manual_seed(5)
+    x = torch.bernoulli(torch.full((200, 6), 0.5), generator=g)
+    if rank_deficient:
+        x[:, 5] = x[:, 4]
+    y = torch.rand(200, 2, generator=g, dtype=torch.float64)
+    w = torch.rand(200, generator=g, dtype=torch.float64) + 0.1
+    w[:2] = 1e6
+    got = fit_linear(lambda _: y, x, w, target=1, alpha=alpha)
+    fit = Ridge(alpha=alpha) if alpha else LinearRegression()
+    fit.fit(x.double().numpy(), y[:, 1].numpy(), sample_weight=w.numpy())
+    assert got.shape == (1, 6)
+    assert got[0].double().numpy() == pytest.approx(fit.coef_, rel=1e-5, abs=1e-6)
+    if rank_deficient:
+        assert float(got[0, 4]) == pytest.approx(float(got[0, 5]), abs=1e-6)
 
 
 def test_lime_kernel_is_the_lime_packages_text_kernel():

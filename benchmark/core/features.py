@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import torch
-from torch.utils.data import DataLoader, TensorDataset
 
 from faithbench.benchmark.core.api import Batch, ExplainableModel, Target, example_generator
 from faithbench.benchmark.core.erasers import check_eraser
@@ -73,7 +73,9 @@ def feature_attributions(model: ExplainableModel, batch: Batch, target: Target,
             return engine.probs_of_variants(batch, rows, keep, eraser)  # (n, C)
 
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(example_seed(rng, batch.example_ids[b]))
+            # the CPU generator only, where Captum's samplers draw: torch.manual_seed
+            # would also queue a CUDA seeding with a recorded stack, per example
+            torch.default_generator.manual_seed(example_seed(rng, batch.example_ids[b]))
             value = attribute(forward, torch.ones(1, n_features), torch.zeros(1, n_features),
                               int(target[b]), torch.arange(n_features).view(1, -1))
         value = value.reshape(-1).float()  # (M,)
@@ -88,8 +90,31 @@ def fit_surrogate(forward: Callable[[torch.Tensor], torch.Tensor], samples: torc
     fitted to p(target) of the (n, M) presence ``samples``, weighted by ``weights`` (n,):
     the last step of Captum's ``LimeBase.attribute``, fed the same tensors it builds (so
     a sampler that draws what Captum draws gives Captum's result, with one forward call
-    instead of Captum's Python loop over samples)."""
+    instead of Captum's Python loop over samples). Captum's trainer only iterates its
+    data and concatenates the batches, so the one batch is handed over as a list: a
+    ``DataLoader`` would index and re-collate the samples one by one."""
     outputs = forward(samples)[:, target]
-    data = TensorDataset(samples.float(), outputs.float(), weights.float())
-    surrogate.fit(DataLoader(data, batch_size=len(samples)))
+    surrogate.fit([(samples.float(), outputs.float(), weights.float())])
     return surrogate.representation().reshape(1, -1)
+
+
+def fit_linear(forward: Callable[[torch.Tensor], torch.Tensor], samples: torch.Tensor,
+               weights: torch.Tensor, target: int, alpha: float = 0.0) -> torch.Tensor:
+    """(1, M) coefficients of the weighted linear fit with an intercept that Captum's
+    ``SkLearnLinearRegression`` (``alpha`` 0: least squares, the minimum-norm solution
+    where the samples leave it open) or ``SkLearnRidge(alpha)`` makes of p(target) on
+    the (n, M) presence ``samples``: the same problem solved directly in float64
+    (centre by the weighted means, scale rows by √weight, solve), because sklearn's
+    input checks cost more than the BiLSTM's forward passes of a 500-sample fit.
+    ``tests/test_perturbation_explainers.py`` compares it with both sklearn fits."""
+    y = forward(samples)[:, target].double().cpu().numpy()
+    x = samples.double().cpu().numpy()
+    w = weights.double().cpu().numpy()
+    root = np.sqrt(w)
+    xc = (x - w @ x / w.sum()) * root[:, None]
+    yc = (y - w @ y / w.sum()) * root
+    if alpha > 0:
+        coef = np.linalg.solve(xc.T @ xc + alpha * np.eye(x.shape[1]), xc.T @ yc)
+    else:
+        coef = np.linalg.lstsq(xc, yc, rcond=None)[0]
+    return torch.from_numpy(coef).float().reshape(1, -1)
