@@ -21,6 +21,17 @@ is faster?
    preset's ``ties=introsort``, or ``ties=numpy`` where ferret's numpy sorts with AVX-512.
 4. Per example the two tools must agree to 1e-4 (the script exits 1 otherwise); the
    table gives the largest difference and both tools' times.
+5. The perturbation explainers, per example: ferret's LIME (its default
+   min(P², 5000) samples over P pieces, [MASK] substitution) and Partition SHAP
+   (shap's default budget of 500 model evaluations), timed in step 2, against
+   faithbench's ``lime`` with ferret's mean sample count and ``kernel_shap`` with 500
+   samples on the same model and sentences, each with the ``mask`` eraser (ferret's
+   substitution: rows keep their length) and with ``delete`` (faithbench's default:
+   removed words shorten the row), timed in this process (model and data loaded
+   first). Sample counts match; the definitions do not (ferret's LIME and SHAP
+   perturb pieces and re-tokenize decoded text, faithbench's perturb words in place,
+   and Partition SHAP's hierarchy is not KernelSHAP's kernel), so this compares cost,
+   not scores.
 
 The tests never need ferret; this is a benchmark. ``--reuse`` keeps a finished ferret
 side (LIME and SHAP take about 11 s per sentence on one core).
@@ -56,10 +67,13 @@ def parse_args():
     p.add_argument("--n", type=int, default=200, help="validation sentences (default 200)")
     p.add_argument("--threads", type=int, default=1, help="torch threads of both tools")
     p.add_argument("--reuse", action="store_true", help="keep a finished ferret side in --out")
+    p.add_argument("--train-limit", type=int, default=None,
+                   help="fine-tune MiniLM on the first N training rows only (any weights "
+                   "time the same; the published comparison uses the full model)")
     return p.parse_args()
 
 
-def export_model(data_dir: str, target: Path, threads: int) -> str:
+def export_model(data_dir: str, target: Path, threads: int, train_limit: int | None) -> str:
     """The fine-tuned SST-2 MiniLM as a Hugging Face directory; returns its weights hash."""
     import torch
 
@@ -67,7 +81,8 @@ def export_model(data_dir: str, target: Path, threads: int) -> str:
     from faithbench.benchmark.core.api import TaskOptions
     torch.set_num_threads(threads)
     ready = tasks.get_task("sentiment").prepare(
-        TaskOptions(data_dir=data_dir, model="transformer", epochs=1), progress=False)
+        TaskOptions(data_dir=data_dir, model="transformer", epochs=1, train_limit=train_limit),
+        progress=False)
     hf = ready.model.hf
     hf.config.id2label = dict(enumerate(ready.spec.labels))
     hf.config.label2id = {name: i for i, name in enumerate(ready.spec.labels)}
@@ -162,13 +177,62 @@ def differences(name: str, ferret_rows: list[dict], ours: dict) -> dict[str, flo
     return worst
 
 
+def lime_samples(model_dir: Path, data_dir: str, n: int) -> list[int]:
+    """ferret's LIME sample count of each of the first ``n`` validation sentences:
+    min(P², 5000), P = its pieces with [CLS] and [SEP] (``LIMEExplainer``'s default)."""
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    with open(Path(data_dir) / "sst2" / "validation.jsonl") as f:
+        texts = [json.loads(line)["sentence"] for _, line in zip(range(n), f)]
+    return [min(len(tok(t)["input_ids"]) ** 2, 5000) for t in texts]
+
+
+def explainer_side(model_dir: Path, args, ferret_timing: dict) -> list[list]:
+    """Rows of the explainer table: ferret's LIME and Partition SHAP seconds per example
+    (from its first run) against faithbench's lime and kernel_shap with the same sample
+    budgets, explained here (model and data loaded before the clock starts)."""
+    import torch
+
+    from faithbench.benchmark.plan import RunConfig
+    from faithbench.benchmark.runner import resolve_explainer
+    from faithbench.benchmark.session import EvaluationSession, open_session
+    torch.set_num_threads(args.threads)
+    counts = lime_samples(model_dir, args.data_dir, args.n)
+    mean = round(sum(counts) / len(counts))
+    config = RunConfig(tasks=("sentiment",), data_dir=args.data_dir, split="validation",
+                       limit=args.n, model_path=str(model_dir), progress=False,
+                       time_budget_s=None, write_leaderboard=False)
+    session = open_session("sentiment", config)
+    targets = session.targets  # the predicted classes, as ferret explains them
+    pairs = [(ferret_name, f"{name}[eraser={eraser};n_samples={n}]", samples)
+             for ferret_name, name, n, samples in (
+                 ("lime", "lime", mean, sum(counts)),
+                 ("partition_shap", "kernel_shap", 500, 500 * args.n))
+             for eraser in ("mask", "delete")]
+    rows = []
+    for ferret_name, ours, samples in pairs:
+        # a fresh session each: its engine's memory empty, nothing shared between the two
+        fresh = EvaluationSession(session.prepared, session.config, seed=session.seed)
+        fresh._probs, fresh._targets = session.base_probs, targets
+        start = time.perf_counter()
+        fresh.explain(resolve_explainer(ours), cache=False)
+        seconds = time.perf_counter() - start
+        theirs = ferret_timing[ferret_name]["explain_s"]
+        ours_samples = mean * args.n if ferret_name == "lime" else 500 * args.n
+        rows.append([f"{ferret_name} / {ours}", args.n, f"{samples:,}",
+                     f"{theirs / args.n:.2f}", f"{ours_samples:,}",
+                     f"{fresh.perturber.rows_forwarded:,}", f"{seconds / args.n:.3f}",
+                     f"{theirs / seconds:.1f}x"])
+    return rows
+
+
 def main() -> int:
     args = parse_args()
     out = Path(args.out)
     model_dir, ferret_out = out / "model", out / "ferret"
     for d in (model_dir, ferret_out, out / "faithbench"):
         d.mkdir(parents=True, exist_ok=True)
-    checkpoint = export_model(args.data_dir, model_dir, args.threads)
+    checkpoint = export_model(args.data_dir, model_dir, args.threads, args.train_limit)
     ferret_side(model_dir, args, ferret_out, checkpoint)
     # both tools' metrics timed back to back, in the same conditions: ferret's evaluators
     # again on its own explanations (the explanations are not what is compared)
@@ -209,7 +273,15 @@ def main() -> int:
           f" faithbench {wall:.1f} s as one process, start-up, model and data loading included"
           f" ({ferret_s / wall:.1f}x), {metric_s:.1f} s in its metrics ({ferret_s / metric_s:.1f}x,"
           f" {forwarded:,} rows); {args.threads} thread(s)")
+    explainers = explainer_side(model_dir, args,
+                                json.loads((ferret_out / "timing.json").read_text()))
+    print()
+    print(tabulate(explainers, headers=["explainer (ferret / faithbench)", "n",
+                                        "ferret samples", "ferret s/example",
+                                        "faithbench samples", "faithbench rows forwarded",
+                                        "faithbench s/example", "faster"]))
     (out / "report.json").write_text(json.dumps({"rows": table, "totals": totals,
+                                                 "explainers": explainers,
                                                  "agree": ok, "tolerance": TOLERANCE}, indent=1))
     if not ok:
         print(f"DISAGREEMENT above {TOLERANCE}", file=sys.stderr)
