@@ -39,12 +39,43 @@ from faithbench.benchmark.core.stats import (
     paired_seed_test,
     sign_flip_test,
 )
-from faithbench.leaderboard.entry import Entry
+from faithbench.leaderboard.entry import Entry, matching_entries
 from faithbench.leaderboard.rank import matches, scored_count, seed_matrix
 from faithbench.leaderboard.rows import Compared
-from faithbench.leaderboard.suite import require_same_suite
+from faithbench.leaderboard.suite import require_same_suite, suite_differences, suite_label
 
 NO_DIFFERENCE = "no significant difference"
+
+
+def find_pair(entries: list[Entry], a: str, b: str, task: str | None = None,
+              root=None) -> tuple[Entry, Entry]:
+    """The two entries ``a`` and ``b`` name (ids, id prefixes, explainer ids or names)
+    that can be compared: on ``task`` (or on every task they share), the same suite.
+    A name with entries on several suites (a quick ``--limit`` run beside the full
+    one) is resolved by the other side; where that leaves several pairs, or none, the
+    error lists the candidates with their ids and suites."""
+    ours_a, ours_b = matching_entries(entries, a, root), matching_entries(entries, b, root)
+    pairs = [(x, y) for x in ours_a for y in ours_b
+             if x.entry_id != y.entry_id and _comparable(x, y, task)]
+    if len(pairs) == 1:
+        return pairs[0]
+    if not pairs and len(ours_a) == len(ours_b) == 1:
+        return ours_a[0], ours_b[0]  # ``compare`` says what differs
+    on = f" on task {task!r}" if task else ""
+    listing = "\n".join(f"  {e.entry_id[:8]}  {e.explainer}  " + "; ".join(
+        f"{t}: {suite_label(s)}" for t, s in sorted(e.suite.items()) if matches(t, task))
+        for e in {e.entry_id: e for e in [*ours_a, *ours_b]}.values())
+    if not pairs:
+        raise InputError(f"no entry named {a!r} was scored on the same suite as one named "
+                         f"{b!r}{on}; the candidates:\n{listing}")
+    narrow = "" if task else " or --task"
+    raise InputError(f"{a!r} and {b!r} name {len(pairs)} comparable pairs{on}; give entry "
+                     f"ids (a unique prefix is enough){narrow}:\n{listing}")
+
+
+def _comparable(x: Entry, y: Entry, task: str | None) -> bool:
+    shared = [t for t in x.suite.keys() & y.suite.keys() if matches(t, task)]
+    return bool(shared) and not any(suite_differences(x, y, t) for t in shared)
 
 
 def compare(

@@ -177,14 +177,16 @@ def save_entry(
         final = _move_into_place(tmp, root / entry_id)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    for old in superseded(root, explainer, set(suite), entry_id):
+    for old in superseded(root, explainer, suite, entry_id):
         _remove(old)
     return Entry(final, header, records, rows)
 
 
-def superseded(root: Path, explainer: str, tasks: set, keep: str) -> list[Path]:
-    """Folders of ``explainer``'s other entries whose tasks are all among ``tasks``:
-    a newer entry replaces them (a re-submission on other examples or checkpoints)."""
+def superseded(root: Path, explainer: str, suite: dict, keep: str) -> list[Path]:
+    """Folders of ``explainer``'s other entries that a new entry on ``suite`` replaces:
+    those whose every task is in ``suite`` with the same split, examples, data and model
+    seeds (a re-run on retrained checkpoints). An entry on other examples (``--limit``),
+    another split or other seeds is a different suite: it stays, ranked apart."""
     out = []
     for folder in sorted(root.iterdir()):
         if folder.name == keep or folder.name.startswith(".") or not folder.is_dir():
@@ -193,9 +195,18 @@ def superseded(root: Path, explainer: str, tasks: set, keep: str) -> list[Path]:
             header = _read_header(folder / "header.json")
         except (OSError, InputError):
             continue  # not a complete entry: read_entries skips it too
-        if header["explainer"] == explainer and set(header["suite"]) <= tasks:
+        if header["explainer"] == explainer and all(
+                task in suite and _same_selection(old, suite[task])
+                for task, old in header["suite"].items()):
             out.append(folder)
     return out
+
+
+SELECTION = ("split", "examples", "data_fingerprint", "model_seeds")
+
+
+def _same_selection(a: dict, b: dict) -> bool:
+    return all(a.get(field) == b.get(field) for field in SELECTION)
 
 
 def _remove(folder: Path) -> None:
@@ -393,6 +404,17 @@ def find_entry(root, ref: str) -> Entry:
     ``root`` is an entries folder or a list of entries already read.
     """
     entries = root if isinstance(root, list) else read_entries(root)
+    found = matching_entries(entries, ref, root)
+    if len(found) > 1:
+        raise InputError(f"{ref!r} matches {len(found)} entries; give an entry id or a "
+                         f"unique prefix:\n{_listing(found)}")
+    return found[0]
+
+
+def matching_entries(entries: list[Entry], ref: str, root=None) -> list[Entry]:
+    """Every entry ``ref`` names, by the first rule that names any: the entry id, the
+    explainer id, the explainer name, an id prefix. None: an UnknownNameError with
+    close names (``root``, where given, is named in it)."""
     if not ref:
         raise InputError("an empty entry reference matches nothing")
     tiers = (
@@ -402,17 +424,12 @@ def find_entry(root, ref: str) -> Entry:
         [e for e in entries if e.entry_id.startswith(ref)],
     )
     for found in tiers:
-        if len(found) == 1:
-            return found[0]
         if found:
-            raise InputError(
-                f"{ref!r} matches {len(found)} entries; give an entry id or a "
-                f"unique prefix:\n{_listing(found)}"
-            )
+            return found
     names = sorted({e.explainer for e in entries} | {e.name for e in entries})
     close = difflib.get_close_matches(ref, names, n=3)
     hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-    where = "" if isinstance(root, list) else f" in {root}"
+    where = "" if root is None or isinstance(root, list) else f" in {root}"
     known = _listing(entries) if entries else "  (no entries)"
     raise UnknownNameError(f"no leaderboard entry matches {ref!r}{where}{hint}\n{known}")
 

@@ -37,7 +37,7 @@ from faithbench.benchmark.core.stats import (
 )
 from faithbench.leaderboard.entry import Entry
 from faithbench.leaderboard.rows import Ranked
-from faithbench.leaderboard.suite import require_same_suite
+from faithbench.leaderboard.suite import by_suite, suite_labels
 
 V = TypeVar("V")  # a per-example value: a float, or a corpus metric's statistics
 
@@ -82,11 +82,12 @@ def rank(
     ranked = []
     for (t, m), members in groups.items():
         fam, direction = _group_meta(t, m, members)
-        first = members[0][0]
-        for e, _ in members[1:]:
-            require_same_suite(first, e, t)
-        scored = [_score(e, t, m, recs) for e, recs in members]
-        ranked.append(((FAMILIES.index(fam), t, m), _order(scored, t, m, fam, direction)))
+        recs_of = {e.entry_id: recs for e, recs in members}
+        suites = by_suite([e for e, _ in members], t)
+        for position, (group, label) in enumerate(zip(suites, suite_labels(suites, t))):
+            scored = [_score(e, t, m, recs_of[e.entry_id]) for e in group]
+            ranked.append(((FAMILIES.index(fam), t, position, m),
+                           _order(scored, t, m, fam, direction, label)))
     return [row for _, rows in sorted(ranked, key=lambda g: g[0]) for row in rows]
 
 
@@ -178,8 +179,8 @@ def _score(e: Entry, task: str, metric: str, recs: list[ResultRecord]) -> dict:
     }
 
 
-def _order(scored: list[dict], task: str, metric: str, fam: str, direction: str
-           ) -> list[Ranked]:
+def _order(scored: list[dict], task: str, metric: str, fam: str, direction: str,
+           suite: str) -> list[Ranked]:
     sign = 1.0 if direction == "lower" else -1.0
     order = sorted(scored, key=lambda s: (sign * s["mean"], s["explainer"], s["entry_id"]))
     rows, prev, current = [], None, 0
@@ -191,7 +192,7 @@ def _order(scored: list[dict], task: str, metric: str, fam: str, direction: str
         overlaps = (
             prev is not None and s["ci_low"] <= prev["ci_high"] and prev["ci_low"] <= s["ci_high"]
         )
-        rows.append(Ranked(task=task, family=fam, metric=metric,
+        rows.append(Ranked(task=task, suite=suite, family=fam, metric=metric,
                            metric_name=short_name(metric), direction=direction, rank=current,
                            overlaps_above=overlaps, **s))
         prev = s
@@ -218,6 +219,7 @@ class Matrix:
     """One task's explainers x metrics, ranked and ordered, ready to print."""
 
     task: str
+    suite: str  # the suite in words (``Ranked.suite``)
     metrics: list[str]  # column ids, faithfulness first (or as asked)
     order: list[str]  # entry ids, best first by ``sort_key``, then the rest by name
     cells: dict[tuple[str, str], Ranked]  # (entry id, metric id) -> its ranked row
@@ -230,14 +232,33 @@ class Matrix:
 def matrix(entries: list[Entry], task: str, *, family: str | None = None,
            sort_by: str | None = None, metrics: list[str] | None = None,
            prefer: str | None = None) -> Matrix:
-    """Select and order a task's explainers x metrics. Rows are sorted by ``sort_by``
-    (a metric name or id that must match one column), else by ``prefer`` where it
-    matches one column, else by the first column. ``metrics`` (canonical ids or short
-    names) picks the columns, in that order."""
-    rows = rank(entries, task=task, family=family)
-    tasks = sorted({r.task for r in rows})
+    """The task's one explainers x metrics table (``matrices``); an InputError where
+    the task's entries were scored on several suites."""
+    found = matrices(entries, task, family=family, sort_by=sort_by, metrics=metrics,
+                     prefer=prefer)
+    if len(found) > 1:
+        raise InputError(f"task {task!r} has entries on {len(found)} suites: "
+                         + "; ".join(m.suite for m in found))
+    return found[0]
+
+
+def matrices(entries: list[Entry], task: str, *, family: str | None = None,
+             sort_by: str | None = None, metrics: list[str] | None = None,
+             prefer: str | None = None) -> list[Matrix]:
+    """Select and order a task's explainers x metrics, one table per suite. Rows are
+    sorted by ``sort_by`` (a metric name or id that must match one column), else by
+    ``prefer`` where it matches one column, else by the first column. ``metrics``
+    (canonical ids or short names) picks the columns, in that order."""
+    every = rank(entries, task=task, family=family)
+    tasks = sorted({r.task for r in every})
     if len(tasks) > 1:
         raise InputError(f"task {task!r} matches {', '.join(tasks)}; give the full task id")
+    suites = list(dict.fromkeys(r.suite for r in every))
+    return [_one_matrix([r for r in every if r.suite == suite], tasks[0], suite, sort_by,
+                        metrics, prefer) for suite in suites]
+
+
+def _one_matrix(rows: list[Ranked], task: str, suite: str, sort_by, metrics, prefer) -> Matrix:
     present = [m for _, m in sorted({(FAMILIES.index(r.family), r.metric) for r in rows})]
     columns = present
     if metrics:
@@ -245,7 +266,7 @@ def matrix(entries: list[Entry], task: str, *, family: str | None = None,
         for query in metrics:
             hits = [m for m in present if matches(m, query) and m not in columns]
             if not hits:
-                raise InputError(f"metric {query!r} matches none of {tasks[0]}'s results: "
+                raise InputError(f"metric {query!r} matches none of {task}'s results: "
                                  f"{', '.join(present)}")
             columns += hits
         rows = [r for r in rows if r.metric in columns]
@@ -255,11 +276,11 @@ def matrix(entries: list[Entry], task: str, *, family: str | None = None,
         named = [m for m in columns if matches(m, sort_by)]
         if len(named) != 1:
             raise InputError(f"sort_by {sort_by!r} matches {len(named)} of the metrics of "
-                             f"{tasks[0]}: {', '.join(columns)}")
+                             f"{task}: {', '.join(columns)}")
         key = named[0]
     explainers = {r.entry_id: r.explainer for r in rows}
     order = [r.entry_id for r in rows if r.metric == key]
     order += sorted(explainers.keys() - set(order), key=lambda e: (explainers[e], e))
-    return Matrix(task=tasks[0], metrics=columns, order=order,
+    return Matrix(task=task, suite=suite, metrics=columns, order=order,
                   cells={(r.entry_id, r.metric): r for r in rows}, explainers=explainers,
                   direction={r.metric: r.direction for r in rows}, sort_key=key, rows=rows)

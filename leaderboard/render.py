@@ -1,4 +1,5 @@
-"""Text views of rankings and comparisons: terminal table, Markdown, CSV.
+"""Text views of rankings and comparisons: terminal table, Markdown, CSV, LaTeX
+(``faithbench.leaderboard.latex``) and JSON.
 
 Tables show numbers to 3 decimals, as "mean [low, high]" with n beside them, and with
 several model seeds "mean [low, high] s min–max", the range of the per-seed means.
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -20,15 +23,16 @@ from tabulate import tabulate
 
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.ids import short_name
+from faithbench.leaderboard import latex
 from faithbench.leaderboard.cost import COLUMNS as COST_COLUMNS
 from faithbench.leaderboard.cost import HEADERS as COST_HEADERS
 from faithbench.leaderboard.cost import NOTE as COST_NOTE
 from faithbench.leaderboard.cost import UNKNOWN, ExplainCost
 from faithbench.leaderboard.entry import Entry
-from faithbench.leaderboard.rank import matrix
+from faithbench.leaderboard.rank import Matrix, matrices
 from faithbench.leaderboard.rows import Compared, Ranked
 
-FORMATS = ("table", "markdown", "csv")
+FORMATS = ("table", "markdown", "csv", "latex", "json")
 MARKDOWN = ("github", "pipe")  # the tabulate formats of Markdown tables
 ARROWS = {"higher": "↑", "lower": "↓", "none": "·"}
 MISSING = "—"
@@ -122,6 +126,7 @@ def render_leaderboard(rows: list[Ranked], fmt: str = "table",
     if fmt == "csv":
         cols = [
             "task",
+            "suite",
             "family",
             "metric",
             "direction",
@@ -141,6 +146,7 @@ def render_leaderboard(rows: list[Ranked], fmt: str = "table",
         body = [
             [
                 r.task,
+                r.suite,
                 r.family,
                 r.metric,
                 r.direction,
@@ -163,26 +169,40 @@ def render_leaderboard(rows: list[Ranked], fmt: str = "table",
             cols += COST_COLUMNS
             body = [line + c.values() for line, c in zip(body, costs)]
         return _csv(cols, body)
+    if fmt == "json":
+        return _json([{**r.as_dict(), **({} if costs is None else dict(
+            zip(COST_COLUMNS, c.values())))} for r, c in zip(rows, costs or [None] * len(rows))])
     labels = _metric_labels([r.metric for r in rows])
-    headers = ["task", "family", "metric", "rank", "explainer", f"mean [{_ci(rows)}]", "n"]
+    suites = list(dict.fromkeys((r.task, r.suite) for r in rows))
+    several = len(suites) > len({task for task, _ in suites})  # a column only then
+    headers = ["task", *(["suite"] if several else []), "family", "metric", "rank",
+               "explainer", *entry_cell("entry", fmt), f"mean [{_ci(rows)}]", "n"]
     body = [
         [
             r.task,
+            *([r.suite] if several else []),
             r.family,
             f"{labels[r.metric]} {ARROWS[r.direction]}",
             f"{r.rank} {OVERLAP}" if r.overlaps_above else str(r.rank),
             r.explainer,
+            *entry_cell(r.entry_id, fmt),
             seed_cell(r),
             n_cell(r),
         ]
         for r in rows
     ]
-    notes = []
+    notes = [] if several else [_inline(f"{task}: {suite}", fmt) for task, suite in suites]
+    if several:
+        notes.append("Entries of one task scored on different suites (split, examples, "
+                     "model checkpoints) are ranked apart, never against each other.")
     if any(r.overlaps_above for r in rows):
         notes.append(f"{OVERLAP}: its CI overlaps that of the entry listed just above it.")
     notes += seed_note(rows) + undefined_note(rows) + [OVERLAP_IS_NO_TEST]
-    headers, body, align, notes = _with_costs(headers, body, "lllrllr", notes, costs)
-    return _text(headers, body, fmt, align, notes)
+    align = ("ll" if several else "l") + "llrl" + "l" * len(entry_cell("", fmt)) + "lr"
+    headers, body, align, notes = _with_costs(headers, body, align, notes, costs)
+    mean_at = headers.index(f"mean [{_ci(rows)}]")
+    bold = [[j == mean_at and r.rank == 1 for j in range(len(headers))] for r in rows]
+    return _text(headers, body, fmt, align, notes, bold)
 
 
 def render_matrix(
@@ -201,38 +221,62 @@ def render_matrix(
     ``cost`` (``leaderboard.cost.explain_costs``), each explainer's cost per example
     in the last columns."""
     _check_fmt(fmt)
-    m = matrix(entries, task, family=family, sort_by=sort_by, metrics=metrics, prefer=prefer)
+    found = matrices(entries, task, family=family, sort_by=sort_by, metrics=metrics,
+                     prefer=prefer)
+    if fmt == "csv":  # one CSV, a suite column telling the tables apart
+        return "".join(_matrix_csv(m, cost, header=i == 0) for i, m in enumerate(found))
+    return "\n".join(_matrix_text(m, fmt, cost) for m in found)
+
+
+def _matrix_csv(m: Matrix, cost, header: bool) -> str:
     costs = None if cost is None else [cost.get((e, m.task), UNKNOWN) for e in m.order]
-    if fmt == "csv":
-        cols = ["explainer", "entry_id"] + [f"{c} {k}" for c in m.metrics for k in MATRIX_COLS]
-        body: list[list] = []
-        for e in m.order:
-            line: list = [m.explainers[e], e]
-            for c in m.metrics:
-                r = m.cells.get((e, c))
-                line += ([getattr(r, k) for k in MATRIX_COLS]
-                         if r else [""] * len(MATRIX_COLS))
-            body.append(line)
-        if costs is not None:
-            cols += COST_COLUMNS
-            body = [line + c.values() for line, c in zip(body, costs)]
-        return _csv(cols, body)
+    cols = ["suite", "explainer", "entry_id"] + [f"{c} {k}" for c in m.metrics
+                                                 for k in MATRIX_COLS]
+    body: list[list] = []
+    for e in m.order:
+        line: list = [m.suite, m.explainers[e], e]
+        for c in m.metrics:
+            r = m.cells.get((e, c))
+            line += [getattr(r, k) for k in MATRIX_COLS] if r else [""] * len(MATRIX_COLS)
+        body.append(line)
+    if costs is not None:
+        cols += COST_COLUMNS
+        body = [line + c.values() for line, c in zip(body, costs)]
+    text = _csv(cols, body)
+    return text if header else text.split("\n", 1)[1]
+
+
+def _matrix_text(m: Matrix, fmt: str, cost) -> str:
+    costs = None if cost is None else [cost.get((e, m.task), UNKNOWN) for e in m.order]
     labels = _metric_labels(m.metrics)
     heads = {c: f"{labels[c]} {ARROWS[m.direction[c]]}" for c in m.metrics}
     body = []
     for e in m.order:
         ns = sorted({m.cells[(e, c)].n for c in m.metrics if (e, c) in m.cells})
         n = str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
-        body.append([m.explainers[e], n] + [_matrix_cell(m.cells[(e, c)]) if (e, c) in m.cells
-                                            else MISSING for c in m.metrics])
+        body.append([m.explainers[e], *entry_cell(e, fmt), n]
+                    + [_matrix_cell(m.cells[(e, c)]) if (e, c) in m.cells else MISSING
+                       for c in m.metrics])
     seeds = " s min–max" if any(r.n_seeds > 1 for r in m.rows) else ""
-    note = (f"{_inline(m.task, fmt)}; sorted by {_inline(heads[m.sort_key], fmt)}; "
-            f"cells: mean [{_ci(m.rows)}]{seeds}")
-    headers = ["explainer", "n"] + [heads[c] for c in m.metrics]
-    align = "lr" + "r" * len(m.metrics)
+    note = (f"{_inline(m.task, fmt)} ({_inline(m.suite, fmt)}); sorted by "
+            f"{_inline(heads[m.sort_key], fmt)}; cells: mean [{_ci(m.rows)}]{seeds}")
+    headers = ["explainer", *entry_cell("entry", fmt), "n"] + [heads[c] for c in m.metrics]
+    align = "l" + "l" * len(entry_cell("", fmt)) + "r" + "r" * len(m.metrics)
     notes = [note, *seed_note(m.rows), *undefined_note(m.rows), OVERLAP_IS_NO_TEST]
     headers, body, align, notes = _with_costs(headers, body, align, notes, costs)
-    return _text(headers, body, fmt, align, notes)
+    first = len(headers) - len(m.metrics) - (0 if costs is None else len(COST_HEADERS))
+    bold = [[first <= j < first + len(m.metrics) and (e, m.metrics[j - first]) in m.cells
+             and m.cells[(e, m.metrics[j - first])].rank == 1 for j in range(len(headers))]
+            for e in m.order]
+    return _text(headers, body, fmt, align, notes, bold)
+
+
+def entry_cell(entry_id: str, fmt: str) -> list[str]:
+    """The entry column of a terminal table: the first 8 characters of the id, which
+    ``compare`` takes as a unique prefix. Publication formats (Markdown, LaTeX) leave
+    it out: an entry id hashes this machine's checkpoints, so it names nothing in a
+    reader's folder (CSV and JSON carry the whole id)."""
+    return [entry_id[:8]] if fmt == "table" else []
 
 
 def _with_costs(headers: list, body: list, align: str, notes: list, costs) -> tuple:
@@ -280,6 +324,8 @@ def render_comparison(rows: list[Compared], fmt: str = "table") -> str:
         ]
         return _csv(cols, [[getattr(r, c) for c in cols]
                            for r in rows])
+    if fmt == "json":
+        return _json([r.as_dict() for r in rows])
     labels = _metric_labels([r.metric for r in rows])
     headers = ["task", "metric", "n", "A", "B", f"A − B [{_ci(rows)}]", "p", "p (Holm)", "better"]
     body = [
@@ -411,7 +457,13 @@ def safe_table(rows, headers=(), *, tablefmt: str = "simple", **kwargs) -> str:
                     tablefmt=tablefmt, **kwargs)
 
 
-def _text(headers: list[str], body: list[list[str]], fmt: str, align: str, notes: list[str]) -> str:
+def _text(headers: list[str], body: list[list[str]], fmt: str, align: str, notes: list[str],
+          bold: list[list[bool]] | None = None) -> str:
+    """A table with its notes below it, or in LaTeX in its caption (``bold``: the cells
+    set in bold there, the best of each metric)."""
+    if fmt == "latex":
+        caption = " ".join(n if n.endswith(".") else f"{n}." for n in notes)
+        return latex.table(headers, body, align, caption, bold)
     align_names = {"l": "left", "r": "right"}
     text = safe_table(body, headers, tablefmt="github" if fmt == "markdown" else "simple",
                       disable_numparse=True, colalign=[align_names[a] for a in align])
@@ -424,3 +476,18 @@ def _csv(cols: list[str], body: list[list]) -> str:
     writer.writerow(cols)
     writer.writerows(body)
     return buf.getvalue()
+
+
+def _json(value) -> str:
+    """JSON with full precision (NaN, where a value is undefined, as null)."""
+    return json.dumps(_nulls(value), indent=1, ensure_ascii=False) + "\n"
+
+
+def _nulls(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _nulls(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_nulls(v) for v in value]
+    return value

@@ -16,9 +16,12 @@ class Ranked:
     counts the examples defined under every seed, ``undefined`` those left out.
     ``overlaps_above``: the CI overlaps that of the row listed just above (a reading
     aid, not a test). One seed: ``n_seeds`` 1, ``seed_sd`` 0.0, ``seed_min`` = ``seed_max``
-    = ``mean``."""
+    = ``mean``. ``suite``: the suite the ranking is within, in words (split, examples,
+    model seeds; the task id names the data variant and model family): entries of one
+    task scored on different examples or checkpoints are ranked apart."""
 
     task: str
+    suite: str
     family: str
     metric: str
     metric_name: str

@@ -247,3 +247,71 @@ def require_same_suite(a, b, task: str) -> None:
             f"for task {task!r}: {'; '.join(diffs)}. Only entries with the same "
             "split, examples, data and checkpoints can be compared."
         )
+
+
+def suite_label(suite: dict) -> str:
+    """One task's suite (``derive_suite``'s dict) in words, for a table's caption.
+
+    >>> suite_label({"split": "test", "examples": "first 300", "model_seeds": [0, 1, 2],
+    ...              "checkpoints": ["a", "b", "c"], "n": 300})
+    'test split, first 300 examples, model seeds 0 1 2'
+    >>> suite_label({"split": "test", "model_seeds": [0], "checkpoints": ["model-free"],
+    ...              "n": 447})
+    'test split, 447 examples, no model (scored from a file)'
+    """
+    examples = suite.get("examples")
+    chosen = (f"{suite['n']} examples" if examples is None
+              else f"all {suite['n']} examples" if examples == "all" else f"{examples} examples")
+    if MODEL_FREE in suite["checkpoints"]:
+        models = "no model (scored from a file)"
+    else:
+        models = "model seeds " + " ".join(map(str, suite["model_seeds"]))
+    return f"{suite['split']} split, {chosen}, {models}"
+
+
+def by_suite(entries: list, task: str) -> list[list]:
+    """``entries`` that have ``task``, in groups that compare on it (``suite_differences``
+    empty within a group), in the order of their first member. An entry no model
+    produced (alignments scored from a file) joins every group it compares with, and
+    forms groups of its own only where it joins none."""
+    having = [e for e in entries if task in e.suite]
+    model_free = [e for e in having if MODEL_FREE in e.suite[task]["checkpoints"]]
+    groups: list[list] = []
+    for e in having:
+        if e in model_free:
+            continue
+        home = next((g for g in groups if not suite_differences(g[0], e, task)), None)
+        if home is None:
+            groups.append([e])
+        else:
+            home.append(e)
+    alone: list[list] = []
+    for e in model_free:
+        joined = [g for g in groups if not suite_differences(g[0], e, task)]
+        for g in joined:
+            g.append(e)
+        if not joined:
+            home = next((g for g in alone if not suite_differences(g[0], e, task)), None)
+            if home is None:
+                alone.append([e])
+            else:
+                home.append(e)
+    return groups + alone
+
+
+def suite_labels(groups: list[list], task: str) -> list[str]:
+    """``suite_label`` of each group of ``by_suite``, made distinct where two groups
+    differ only in their data or their checkpoints (those are named then)."""
+    suites = [g[0].suite[task] for g in groups]
+    labels = [suite_label(x) for x in suites]
+    for i, label in enumerate(labels):
+        clash = [x for j, x in enumerate(suites) if j != i and suite_label(x) == label]
+        if clash:
+            mine = suites[i]
+            extra = []
+            if any(x["data_fingerprint"] != mine["data_fingerprint"] for x in clash):
+                extra.append(f"data {str(mine['data_fingerprint'])[:8]}")
+            if any(x["checkpoints"] != mine["checkpoints"] for x in clash):
+                extra.append("checkpoints " + " ".join(str(c)[:8] for c in mine["checkpoints"]))
+            labels[i] = ", ".join([label, *extra])
+    return labels

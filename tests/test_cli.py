@@ -267,9 +267,10 @@ def test_sample_and_limit_are_other_units_and_other_suites(tmp_path, synthetic_r
     assert scored[0] == ids[:12]
     assert scored[1] == sorted(random.Random(5).sample(ids, 12), key=ids.index)
     assert records[1]["provenance"]["config"]["run"]["sample"] == 12
-    # the second run's entry replaced the first's: one explainer, one entry
-    [entry] = read_entries(out / "leaderboard")
-    assert entry.suite["synthetic[seed=0]@1"]["examples"] == "random 12 (seed 5)"
+    # two suites, two entries: the second run's did not replace the first's
+    entries = read_entries(out / "leaderboard")
+    assert sorted(e.suite["synthetic[seed=0]@1"]["examples"] for e in entries) == [
+        "first 12", "random 12 (seed 5)"]
 
 
 def test_the_explainer_seed_is_its_own_and_defaults_to_the_model_seed(tmp_path):

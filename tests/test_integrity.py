@@ -257,7 +257,7 @@ def gfm_cells(line: str) -> int:
 
 
 def _rows():
-    base = {"task": "t@1", "family": "faithfulness", "metric": "m@1", "direction": "higher",
+    base = {"task": "t@1", "suite": "test split", "family": "faithfulness", "metric": "m@1", "direction": "higher",
             "overlaps_above": False, "n": 3, "undefined": 0, "confidence": 0.95, "n_seeds": 1,
             "seed_sd": 0.0, "seed_min": 0.5, "seed_max": 0.5, "ci_method": "bootstrap",
             "metric_name": "m", "model_seeds": [0]}

@@ -233,11 +233,22 @@ def test_rank_ci_covers_seeds_that_disagree(tmp_path):
     assert (bootstrap([0.5] * 4).ci_low, bootstrap([0.5] * 4).ci_high) == (0.5, 0.5)
 
 
-def test_rank_refuses_entries_from_different_suites(tmp_path):
-    a = make_entry(tmp_path, ATT, {COMP: [0.5] * 3}, fingerprint="fp-a")
-    b = make_entry(tmp_path, GRAD, {COMP: [0.5] * 3}, fingerprint="fp-b")
+def test_rank_ranks_entries_of_different_suites_apart(tmp_path):
+    """It refused the whole folder ("not scored on the same suite"), so a quick run
+    beside a full one made `faithbench leaderboard` print nothing. Each suite is now
+    ranked on its own, and labels that would read the same name what differs."""
+    a = make_entry(tmp_path / "a", ATT, {COMP: [0.5] * 3}, fingerprint="fp-a")
+    b = make_entry(tmp_path / "b", GRAD, {COMP: [0.25] * 3}, fingerprint="fp-b")
+    c = make_entry(tmp_path / "c", OCC, {COMP: [0.75] * 3}, fingerprint="fp-a")
+    d = make_entry(tmp_path / "d", ATT, {COMP: [0.75] * 3}, checkpoint="other")
+    rows = rank([a, b, c, d])
+    assert [(r.explainer, r.rank, r.mean) for r in rows] == [
+        (OCC, 1, 0.75), (ATT, 2, 0.5), (GRAD, 1, 0.25), (ATT, 1, 0.75)]
+    labels = [r.suite for r in rows]
+    assert labels[0] == labels[1] != labels[2] != labels[3]
+    assert "data fp-a" in labels[0] and "data fp-b" in labels[2]
     with pytest.raises(InputError, match="data_fingerprint 'fp-a' vs 'fp-b'"):
-        rank([a, b])
+        compare(a, b)
 
 
 # --- compare ------------------------------------------------------------------------------
@@ -558,6 +569,7 @@ def hand_row(**kw):
         "metric_name": "comp",
         "direction": "higher",
         "rank": 1,
+        "suite": "test split, all 200 examples, model seeds 0",
         "overlaps_above": False,
         "entry_id": "e1",
         "explainer": ATT,
@@ -603,13 +615,15 @@ def test_render_markdown_cells():
     assert lines[0].startswith("| task") and "mean [95% CI]" in lines[0]
     assert re.fullmatch(r"\|(-+\|)+", lines[1])
     assert "comprehensiveness ↑" in lines[2] and "| 200 |" in lines[2]
+    assert lines[-5] == f"{TASK}: test split, all 200 examples, model seeds 0"  # the suite
     assert lines[-3] == "≈: its CI overlaps that of the entry listed just above it."
     assert lines[-1] == OVERLAP_IS_NO_TEST
+    assert "entry" not in lines[0]  # a publication format: no machine-local entry ids
     assert OVERLAP_IS_NO_TEST == (
         "Overlap or separation of the CIs of adjacent rows is not a significance test; "
         "use `faithbench compare A B` (paired sign-flip test, Holm-corrected)."
     )
-    assert " s " not in md and "seeds" not in md  # one seed: no seed range, no seed note
+    assert " s " not in md and "several seeds" not in md  # one seed: no seed range, no seed note
 
 
 def md_cells(line):
@@ -671,16 +685,18 @@ def test_render_table_layout():
         "metric",
         "rank",
         "explainer",
+        "entry",
         "mean",
         "[95%",
         "CI]",
         "n",
     ]
     assert set(lines[1]) == {"-", " "}
-    assert lines[2].split()[-4:] == ["0.500", "[0.400,", "0.600]", "200"]
+    assert lines[2].split()[-5:] == ["e1", "0.500", "[0.400,", "0.600]", "200"]
     assert lines[3].split()[4:6] == ["2", "≈"]
-    assert lines[4] == "" and lines[5].startswith("≈:")
-    assert lines[6] == "" and lines[7] == OVERLAP_IS_NO_TEST and len(lines) == 8
+    assert lines[4] == "" and lines[5].startswith(f"{TASK}: test split")
+    assert lines[6] == "" and lines[7].startswith("≈:")
+    assert lines[8] == "" and lines[9] == OVERLAP_IS_NO_TEST and len(lines) == 10
     assert len({len(line) for line in lines[:4]}) == 1  # aligned columns
 
 
@@ -697,6 +713,7 @@ def test_render_matrix(board):
     lines = render_matrix(entries, "sentiment").splitlines()
     assert lines[0].split() == [
         "explainer",
+        "entry",
         "n",
         "comprehensiveness",
         "↑",
@@ -708,16 +725,17 @@ def test_render_matrix(board):
     body = [line.split()[0] for line in lines[2:5]]
     assert body == [ATT, GRAD, OCC]  # by comprehensiveness, ties by explainer id
     assert "0.125 [0.125, 0.125]" in lines[4] and lines[4].rstrip().endswith("—")
-    assert lines[-3] == f"{TASK}; sorted by comprehensiveness ↑; cells: mean [95% CI]"
+    assert lines[-3] == (f"{TASK} (validation split, 4 examples, model seeds 0); sorted by "
+                         "comprehensiveness ↑; cells: mean [95% CI]")
     assert lines[-1] == OVERLAP_IS_NO_TEST
     md = render_matrix(entries, TASK, "markdown", sort_by="sufficiency", family="faithfulness")
     assert [line.split("|")[1].strip() for line in md.splitlines()[2:5]] == [OCC, GRAD, ATT]
     assert "token_f1" not in md
     parsed = list(csv.reader(io.StringIO(render_matrix(entries, TASK, "csv"))))
-    assert parsed[0][:3] == ["explainer", "entry_id", f"{COMP} mean"]
+    assert parsed[0][:4] == ["suite", "explainer", "entry_id", f"{COMP} mean"]
     assert float(parsed[3][parsed[0].index(f"{SUFF} mean")]) == 0.125
     assert parsed[3][parsed[0].index(f"{F1} mean")] == ""
-    assert parsed[0][2:11] == [
+    assert parsed[0][3:12] == [
         f"{COMP} {c}"
         for c in ("mean", "ci_low", "ci_high", "n", "undefined", "n_seeds", "seed_sd",
                   "seed_min", "seed_max")
@@ -732,7 +750,8 @@ def test_render_matrix_with_seeds(tmp_path):
     lines = render_matrix(read_entries(tmp_path), TASK, "markdown").splitlines()
     assert lines[2].startswith(f"| {ATT} ") and " s 2.000–4.000 |" in lines[2]
     assert " 1.000 [1.000, 1.000] s 1.000–1.000 |" in lines[3]
-    assert lines[-5] == f"{TASK}; sorted by comprehensiveness ↑; cells: mean [95% CI] s min–max"
+    assert lines[-5] == (f"{TASK} (validation split, 3 examples, model seeds 0 1); sorted by "
+                         "comprehensiveness ↑; cells: mean [95% CI] s min–max")
     assert lines[-3].endswith("s: range of the per-seed means over 2 seeds")
     assert lines[-1] == OVERLAP_IS_NO_TEST
 
@@ -793,20 +812,92 @@ def test_entries_on_other_examples_are_another_suite(tmp_path):
     assert (full.suite[TASK]["examples"], first.suite[TASK]["examples"],
             drawn.suite[TASK]["examples"]) == ("all", "first 4", "random 4 (seed 3)")
     # same split, data, checkpoint and n: only the examples differ, and that is enough
-    with pytest.raises(InputError, match="examples 'all' vs 'first 4'"):
-        rank([full, first])
+    # to rank them apart (each first in its own suite), and to refuse comparing them
+    rows = rank([full, first, drawn])
+    assert [(r.explainer, r.rank, r.suite) for r in rows] == [
+        (ATT, 1, "validation split, all 4 examples, model seeds 0"),
+        (OCC, 1, "validation split, first 4 examples, model seeds 0"),
+        (GRAD, 1, "validation split, random 4 (seed 3) examples, model seeds 0")]
     with pytest.raises(InputError, match="examples 'first 4' vs 'random 4 \\(seed 3\\)'"):
         compare(first, drawn)
     again = chosen_entry(tmp_path / "b", ATT, [0.25] * 4, {"limit": None})
     assert [r.explainer for r in rank([full, again])] == [ATT, ATT]
 
 
-def test_a_rerun_on_other_examples_replaces_the_entry(tmp_path):
-    first = chosen_entry(tmp_path, ATT, [0.5] * 4, {"limit": 4})
+def test_a_rerun_on_other_examples_is_kept_beside_the_entry(tmp_path):
+    """A quick ``--limit`` run must not delete the explainer's full-split entry (it did:
+    a new entry replaced every entry of its explainer on its tasks); a re-run on the
+    same selection (here: a retrained checkpoint) still replaces it."""
+    full = chosen_entry(tmp_path, ATT, [0.5] * 6, {"limit": None})
     keep = chosen_entry(tmp_path, GRAD, [0.5] * 4, {"limit": 4})  # another explainer
     other_task = chosen_entry(tmp_path, ATT, [0.5] * 4, {"limit": 4}, task="nli@1")
-    again = chosen_entry(tmp_path, ATT, [0.25] * 6, {"limit": 6})
-    assert again.entry_id != first.entry_id
+    quick = chosen_entry(tmp_path, ATT, [0.25] * 4, {"limit": 4})
     assert sorted(e.entry_id for e in read_entries(tmp_path)) == sorted(
-        [again.entry_id, keep.entry_id, other_task.entry_id])
+        [full.entry_id, quick.entry_id, keep.entry_id, other_task.entry_id])
+    rec = record(ATT, COMP, [0.75] * 4, checkpoint="retrained")
+    rec["provenance"]["config"] = {"run": {"limit": 4}}
+    again = read_entry(write_entry(tmp_path, explainer_spec={"name": "attention"},
+                                   results=[rec], per_example=rows_of(COMP, [0.75] * 4)))
+    assert sorted(e.entry_id for e in read_entries(tmp_path)) == sorted(
+        [full.entry_id, again.entry_id, keep.entry_id, other_task.entry_id])
     assert not any(p.name.startswith(".") for p in tmp_path.iterdir())
+
+
+
+
+def test_compare_names_resolve_within_the_suite(tmp_path):
+    """`compare integrated_gradients attention --task sentiment` failed with "matches 2
+    entries" once a quick --limit run sat beside the full one. The names now resolve to
+    the pair that shares a suite; two such pairs, or none, list the candidates."""
+    from faithbench.leaderboard.compare import find_pair
+    full_a = chosen_entry(tmp_path, ATT, [0.5] * 4, {"limit": None})
+    quick_a = chosen_entry(tmp_path, ATT, [0.5] * 3, {"limit": 3})
+    full_g = chosen_entry(tmp_path, GRAD, [0.25] * 4, {"limit": None})
+    entries = read_entries(tmp_path)
+    pair = find_pair(entries, "attention", "gradient", "sentiment")
+    assert (pair[0].entry_id, pair[1].entry_id) == (full_a.entry_id, full_g.entry_id)
+    quick_g = chosen_entry(tmp_path, GRAD, [0.25] * 3, {"limit": 3})
+    entries = read_entries(tmp_path)
+    with pytest.raises(InputError, match="name 2 comparable pairs") as err:
+        find_pair(entries, "attention", "gradient")
+    for e in (full_a, quick_a, full_g, quick_g):
+        assert e.entry_id[:8] in str(err.value)
+    assert "first 3 examples" in str(err.value) and "all 4 examples" in str(err.value)
+    pair = find_pair(entries, quick_a.entry_id[:8], "gradient")  # an id settles it
+    assert pair[1].entry_id == quick_g.entry_id
+    with pytest.raises(InputError, match="not scored on the same suite"):
+        compare(*find_pair(entries, quick_a.entry_id, full_g.entry_id))
+    with pytest.raises(InputError, match="no entry named 'attention'.*same suite as one"):
+        find_pair([full_a, quick_a, quick_g], "attention", "gradient", "nli")
+
+
+def test_latex_sets_the_best_and_its_ties_in_bold_and_names_the_suite(board):
+    """comprehensiveness: attention and gradient share rank 1 (equal means), both bold;
+    sufficiency (lower is better): occlusion alone; token_f1's underscore escaped."""
+    tex = render_matrix(read_entries(board), TASK, "latex")
+    lines = tex.splitlines()
+    assert lines[:2] == [r"\begin{table}", r"\centering"] and r"\toprule" in lines
+    assert r"(validation split, 4 examples, model seeds 0)" in lines[2]
+    assert lines[2].startswith(r"\caption{sentiment@1")
+    body = {line.split(" & ")[0]: line.split(" & ") for line in lines
+            if line.endswith(r"\\") and "@" in line.split(" & ")[0]}
+    comp, suff = 2, 3  # explainer, n, comprehensiveness, sufficiency, token_f1
+    assert [name for name, cells in body.items() if cells[comp].startswith(r"\textbf")] == \
+        [ATT, GRAD]
+    assert [name for name, cells in body.items() if cells[suff].startswith(r"\textbf")] == [OCC]
+    assert r"token\_f1 $\uparrow$" in tex and "entry" not in lines[5]
+    long = render_leaderboard(rank(read_entries(board)), "latex")
+    assert long.count(r"\textbf") == sum(r.rank == 1 for r in rank(read_entries(board)))
+
+
+def test_json_is_one_document_with_every_field_at_full_precision(board, capsys):
+    rows = rank(read_entries(board))
+    got = json.loads(render_leaderboard(rows, "json"))
+    assert [g["entry_id"] for g in got] == [r.entry_id for r in rows]
+    assert [g["mean"] for g in got] == [r.mean for r in rows]  # no rounding
+    assert {g["suite"] for g in got} == {"validation split, 4 examples, model seeds 0"}
+    assert json.loads(render_leaderboard([hand_row(ci_low=float("nan"))], "json"))[0][
+        "ci_low"] is None
+    from faithbench.benchmark.cli import main
+    assert main(["leaderboard", "--entries", str(board), "--wide", "--format", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == len(rows)  # one document

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from faithbench.benchmark.cli import (
@@ -63,3 +64,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ninterrupted: faithbench {args.verb} stopped; what it finished is kept on "
               "disk, and the same command again resumes from there", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `faithbench leaderboard | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

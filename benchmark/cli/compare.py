@@ -16,14 +16,16 @@ def add_arguments(p) -> None:
     p.add_argument("--entries", default=f"{DEFAULT_OUT}/leaderboard")
     p.add_argument("--task")
     p.add_argument("--metric")
-    p.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
+    p.add_argument("--format", choices=["table", "markdown", "csv", "latex", "json"],
+                   default="table", help="latex: booktabs, best in bold, suite in the "
+                   "caption; json: every field at full precision")
 
 
 def main(args) -> int:
-    from faithbench.leaderboard.compare import compare
-    from faithbench.leaderboard.entry import find_entry
+    from faithbench.leaderboard.compare import compare, find_pair
+    from faithbench.leaderboard.entry import read_entries
     from faithbench.leaderboard.render import render_comparison
 
-    a, b = find_entry(args.entries, args.a), find_entry(args.entries, args.b)
+    a, b = find_pair(read_entries(args.entries), args.a, args.b, args.task, root=args.entries)
     print(render_comparison(compare(a, b, task=args.task, metric=args.metric), args.format))
     return 0

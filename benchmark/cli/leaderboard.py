@@ -23,7 +23,9 @@ def add_arguments(p) -> None:
     p.add_argument("--entries", default=f"{DEFAULT_OUT}/leaderboard")
     p.add_argument("--task")
     p.add_argument("--metric")
-    p.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
+    p.add_argument("--format", choices=["table", "markdown", "csv", "latex", "json"],
+                   default="table", help="latex: booktabs, best in bold, suite in the "
+                   "caption; json: every field at full precision")
     p.add_argument("--family", choices=FAMILIES,
                    help="only metrics of this family (never mixed in one ranking)")
     p.add_argument("--wide", action="store_true",
@@ -40,7 +42,7 @@ def add_arguments(p) -> None:
 def main(args) -> int:
     from faithbench.leaderboard.cost import explain_costs
     from faithbench.leaderboard.entry import read_entries
-    from faithbench.leaderboard.rank import rank
+    from faithbench.leaderboard.rank import matches, rank
     from faithbench.leaderboard.render import render_leaderboard
 
     entries = read_entries(args.entries)
@@ -48,6 +50,14 @@ def main(args) -> int:
         raise InputError(f"no leaderboard entries under {args.entries}; "
                          "`faithbench run` or `faithbench submit` writes them")
     cost = explain_costs(entries) if args.cost else None
+    if args.format == "json":  # one document: the ranked rows, whatever the layout
+        rows = rank(entries, task=args.task, metric=None if args.wide else args.metric,
+                    family=args.family)
+        columns = _metric_ids(options.split_list(args.metrics))
+        if args.wide and columns:
+            rows = [r for r in rows if any(matches(r.metric, c) for c in columns)]
+        print(render_leaderboard(rows, "json", cost=cost), end="")
+        return 0
     if not args.wide:
         print(render_leaderboard(rank(entries, task=args.task, metric=args.metric,
                                       family=args.family), args.format, cost=cost))
