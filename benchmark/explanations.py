@@ -7,7 +7,7 @@ sha256 beside it; while an explainer runs, a partial file beside it holds the
 finished batches (each with its own seconds and cost), so a run stopped at batch k starts
 again at batch k. The file is named like a unit (``unit_key`` of the weights, seeds,
 data fingerprint, split and limit), so a resumed run, or another verb on the same
-``--out``, does not explain again.
+``--out``, does not explain again; ``run --fresh`` drops it and explains again.
 """
 
 from __future__ import annotations
@@ -62,6 +62,14 @@ class ExplanationCache:
     def partial(self, explainer: Explainer) -> Path:
         """The finished batches of an explanation under way (``finished_batches``)."""
         return self.path(explainer).with_suffix(".partial.jsonl")
+
+    def drop(self, explainer: Explainer) -> None:
+        """Forget the explainer's cached explanations and finished batches (``run
+        --fresh`` explains again): a run stopped before the new ones are stored then
+        resumes them, never takes the old ones."""
+        path = self.path(explainer)
+        for stale in (path, path.with_suffix(".sha256"), self.partial(explainer)):
+            stale.unlink(missing_ok=True)
 
     def get(self, explainer: Explainer, examples: Sequence[Example]) -> Explained | None:
         """The cached explanations of ``examples``, or None (also when the file's ids or

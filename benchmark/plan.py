@@ -17,6 +17,7 @@ beside the old records); its records still load and rank.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from dataclasses import fields as dataclass_fields
 
@@ -222,6 +223,18 @@ class Unit:
 def models(config: RunConfig) -> list[tuple[str, int]]:
     """(task, model seed) of every model the run evaluates, in run order."""
     return [(task, seed) for task in config.tasks for seed in config.seeds]
+
+
+def planned(config: RunConfig, explainers: int, metrics: Callable[[str], int]) -> list[int]:
+    """How many units each model of ``models(config)`` has, as known before it is
+    prepared: ``explainers`` x the task's ``metrics(task)`` (a run's progress total).
+    Once a model is prepared, ``units`` lists its own, which may be fewer (explainers
+    the model cannot serve, metrics whose references its examples lack).
+
+    >>> planned(RunConfig(tasks=("a", "b"), seeds=(0, 1)), 3, {"a": 2, "b": 5}.get)
+    [6, 6, 15, 15]
+    """
+    return [explainers * metrics(task) for task, _ in models(config)]
 
 
 def units(config: RunConfig, task: str, seed: int, checkpoint: str, split: str,

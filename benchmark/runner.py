@@ -8,6 +8,15 @@ skipped and none is written twice. Explanations are cached per (model,
 explainer) the same way, so a resumed run does not explain again. Runs into one
 ``--out`` at the same time claim each (model, explainer) before computing it
 (``faithbench.benchmark.core.claims``): the second waits, then takes what the first wrote.
+
+``--fresh`` recomputes the units the command selects and nothing else: holding an
+explainer's claim, it removes the result lines of the explainer's units it
+recomputes (``rewrite_jsonl``; they are then not done, so if the run stops there a
+plain resume finishes them with the new explanations), drops their cached
+explanations and computes them again. For a fresh run only results written since it
+started count as done: two fresh runs at once compute each unit once. Every other
+result, per-example file, explanation and leaderboard entry of ``--out`` stays as
+it was.
 """
 
 from __future__ import annotations
@@ -16,7 +25,6 @@ import dataclasses
 import difflib
 import importlib.util
 import logging
-import shutil
 import time
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -34,12 +42,14 @@ from faithbench.benchmark.core.errors import InputError, PluginError, UnknownNam
 from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.isolation import Confinement
 from faithbench.benchmark.core.plugins import ENTRY_POINT_GROUP, load_explainer
+from faithbench.benchmark.core.progress import Overall
 from faithbench.benchmark.core.records import (
     FailureRecord,
     ResultRecord,
     append_jsonl,
+    latest_results,
     read_jsonl,
-    read_results,
+    rewrite_jsonl,
     write_jsonl_atomic,
 )
 from faithbench.benchmark.plan import RunConfig
@@ -173,30 +183,53 @@ def check_names(config: RunConfig) -> None:
 
 
 def run(config: RunConfig) -> RunSummary:
-    """Run every (task, seed, explainer, metric) unit not already done."""
-    start = time.perf_counter()
+    """Run every (task, seed, explainer, metric) unit not already done (with
+    ``config.fresh``: every unit, replacing the results it had)."""
+    start, started = time.perf_counter(), time.time()
     out = Path(config.out)
-    check_names(config)  # names first: a typo stops the run before it deletes or trains
+    check_names(config)  # names first: a typo stops the run before it trains
     explainers, load_failures = _load_explainers(config)
-    if config.fresh and out.exists():
-        shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     summary = RunSummary(out, selection=selection_label(config.as_dict()))
     summary.failures += load_failures
     for f in load_failures:
         append_jsonl(out / "failures.jsonl", f.as_dict())
-    done = {r.key: r for r in read_results(out / "results.jsonl")}
-    for task_name, seed in plan.models(config):
-        session = open_session(task_name, config, seed)
-        summary.accuracy[f"{session.spec.id}/seed={seed}"] = session.prepared.accuracy
-        _run_session(session, explainers, done, summary)
-        summary.rows_requested += session.perturber.rows_requested
-        summary.rows_forwarded += session.perturber.rows_forwarded
+    since = started if config.fresh else None
+    done = finished(out, since)
+    progress = Overall(plan.planned(config, len(explainers), lambda task: len(metrics_for(
+        task_registry.get_task(task).spec, config.metrics))), show=config.progress)
+    try:
+        for i, (task_name, seed) in enumerate(plan.models(config)):
+            session = open_session(task_name, config, seed)
+            summary.accuracy[f"{session.spec.id}/seed={seed}"] = session.prepared.accuracy
+            _run_session(session, explainers, done, summary,
+                         _Progress(progress, i, since))
+            summary.rows_requested += session.perturber.rows_requested
+            summary.rows_forwarded += session.perturber.rows_forwarded
+    finally:
+        progress.close()
     if config.write_leaderboard:
         with claim(out, "leaderboard", "the leaderboard entries"):  # one writer at a time
             summary.entries = write_entries(config, summary)
     summary.seconds = time.perf_counter() - start
     return summary
+
+
+def finished(out: Path, since: float | None = None) -> dict[str, ResultRecord]:
+    """The results of ``out`` by key (a key's last line: ``latest_results``); with
+    ``since`` (a fresh run's start), only those written since."""
+    return {r.key: r for r in latest_results(Path(out) / "results.jsonl")
+            if since is None or r.created_at >= since}
+
+
+@dataclass
+class _Progress:
+    """The run's overall progress as one model's units see it: the model's index and
+    the fresh run's start (None: not fresh)."""
+
+    overall: Overall
+    model: int
+    since: float | None
 
 
 def record_failure(out: Path, exc: PluginError, task: str, explainer: str,
@@ -240,7 +273,8 @@ def metrics_for(spec, names):
     return metric_registry.default_metrics(spec.kind, spec.has_reference)
 
 
-def _run_session(session: EvaluationSession, explainers, done, summary) -> None:
+def _run_session(session: EvaluationSession, explainers, done, summary,
+                 progress: _Progress) -> None:
     """Walk the units of one model: explain once per explainer, then score its metrics."""
     config, out = session.config, Path(session.config.out)
     metrics = {m.spec.id: m for m in session.applicable(metrics_for(session.spec, config.metrics))}
@@ -251,6 +285,7 @@ def _run_session(session: EvaluationSession, explainers, done, summary) -> None:
     units = plan.units(config, session.spec.name, session.seed, session.prepared.checkpoint,
                        session.split, list(by_id), list(metrics),
                        data=session.prepared.data_fingerprint)
+    progress.overall.model(progress.model, (u.key for u in units), done)
     for explainer_id, same in groupby(units, key=lambda u: u.explainer):
         group = list(same)
         if any(u.key not in done for u in group):
@@ -259,32 +294,43 @@ def _run_session(session: EvaluationSession, explainers, done, summary) -> None:
             key = content_hash([session.prepared.checkpoint, explainer_id, session.split,
                                 config.selection, session.seed, session.prepared.data_fingerprint])
             with claim(out, key, f"{explainer_id} on {session.spec.id}, seed {session.seed}"):
-                done.update((r.key, r) for r in read_results(out / "results.jsonl")
-                            if r.key not in done)
-                _run_group(session, by_id[explainer_id], group, metrics, done, summary)
+                done.update(finished(out, progress.since))
+                _run_group(session, by_id[explainer_id], group, metrics, done, summary,
+                           progress.overall)
         else:
-            _take_done(group, done, summary)
+            _take_done(group, done, summary, progress.overall)
 
 
-def _take_done(group, done, summary) -> list:
+def _take_done(group, done, summary, progress: Overall) -> list:
     """Count the group's units already in ``done``; return the rest."""
     todo = [u for u in group if u.key not in done]
     summary.results += [done[u.key] for u in group if u.key in done]
     summary.skipped += len(group) - len(todo)
+    for u in group:
+        if u.key in done:
+            progress.finish(u.key)
     return todo
 
 
-def _run_group(session: EvaluationSession, explainer, group, metrics, done, summary) -> None:
-    """Explain once, then score and write each unit of ``group`` not yet done."""
+def _run_group(session: EvaluationSession, explainer, group, metrics, done, summary,
+               progress: Overall) -> None:
+    """Explain once, then score and write each unit of ``group`` not yet done (a fresh
+    run first removes the result lines it replaces: ``config.fresh``). Called holding
+    the group's claim."""
     out = Path(session.config.out)
-    todo = _take_done(group, done, summary)
+    todo = _take_done(group, done, summary, progress)
     if not todo:
         return
+    if session.config.fresh:
+        stale = {u.key for u in todo}
+        rewrite_jsonl(out / "results.jsonl", lambda row: row.get("key") not in stale)
     try:
         explained = session.explain(explainer)
     except PluginError as exc:
         summary.failures.append(record_failure(out, exc, session.spec.id, explainer.spec.id,
                                                session.seed))
+        for unit in todo:
+            progress.finish(unit.key, failed=True)
         return
     for unit in todo:
         metric = metrics[unit.metric]
@@ -293,6 +339,7 @@ def _run_group(session: EvaluationSession, explainer, group, metrics, done, summ
         except PluginError as exc:  # a sanity check runs the explainer on another model
             summary.failures.append(record_failure(out, exc, session.spec.id,
                                                    explainer.spec.id, session.seed))
+            progress.finish(unit.key, failed=True)
             continue
         record = session.record(unit, explainer, metric, scored, explained)
         write_jsonl_atomic(out / record.per_example_file, per_example_rows(scored))
@@ -300,6 +347,7 @@ def _run_group(session: EvaluationSession, explainer, group, metrics, done, summ
         done[unit.key] = record
         summary.results.append(record)
         summary.computed += 1
+        progress.finish(unit.key)
 
 
 def write_entries(config: RunConfig, summary: RunSummary) -> list[Entry]:
@@ -308,13 +356,14 @@ def write_entries(config: RunConfig, summary: RunSummary) -> list[Entry]:
     An entry holds all of the explainer's results in the results file for the same
     suite (task, model checkpoint, split, which examples: first N or a seeded sample),
     so a run that adds metrics extends the entry instead of replacing it with the new
-    metrics alone; ``write_entry`` removes the explainer's earlier entries on the same
-    tasks, so a rerun on other examples replaces its entry instead of adding one.
+    metrics alone. ``write_entry`` replaces the explainer's earlier entry on the same
+    selection (split, examples, data, model seeds: e.g. retrained checkpoints) and keeps
+    its entries on other examples, which are another suite, ranked apart.
     """
     failed = {f.explainer for f in summary.failures}
     suites = {(r.explainer, suite_key(r)) for r in summary.results}
     by_explainer: dict[str, list[ResultRecord]] = {}
-    for r in read_results(summary.out / "results.jsonl"):
+    for r in latest_results(summary.out / "results.jsonl"):
         if r.explainer not in failed and (r.explainer, suite_key(r)) in suites:
             by_explainer.setdefault(r.explainer, []).append(r)
     written = []

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from faithbench.benchmark.core.api import Explainer, MetricInput, TrainingInput
 from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.progress import progress_bar
 from faithbench.benchmark.core.retrain import Retrainer
 from faithbench.benchmark.core.validation import model_eval
 
@@ -50,8 +50,8 @@ def score_batches(session: EvaluationSession, metric, scores: Sequence[Sequence[
     rate = reference_rate(examples) if metric.spec.needs_reference else None
     size, values, stats = session.config.batch_size, [], []
     flags: dict[str, list] = {}
-    bar = tqdm(total=len(examples), desc=f"score {metric.spec.name}", leave=False,
-               disable=not session.config.progress)
+    bar = progress_bar(total=len(examples), desc=f"score {metric.spec.name}", leave=False,
+                       show=session.config.progress)
     model_eval(session.prepared.model)  # whatever ran before, metrics see no dropout
     for i, (batch, _, reference) in enumerate(session.batches(examples)):
         sl = slice(i * size, i * size + len(batch))

@@ -21,7 +21,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
-from tqdm.auto import tqdm
 
 from faithbench import tasks as task_registry
 from faithbench.benchmark import recording, scoring
@@ -31,6 +30,7 @@ from faithbench.benchmark.core.cost import Cost
 from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.isolation import Confinement, is_reference, plugin_caller
 from faithbench.benchmark.core.perturb import Perturber, share_engine
+from faithbench.benchmark.core.progress import progress_bar, shown
 from faithbench.benchmark.core.records import ResultRecord
 from faithbench.benchmark.core.stats import Estimate
 from faithbench.benchmark.core.validation import model_eval, spot_check
@@ -57,7 +57,7 @@ def open_session(task_name: str, config: RunConfig, seed: int | None = None
     seed = config.seeds[0] if seed is None else seed
     task = task_registry.get_task(task_name)
     options = config.evaluation.task_options(seed)
-    prepared = task.prepare(options, progress=config.progress)
+    prepared = task.prepare(options, progress=shown(config.progress))
     return EvaluationSession(prepared, config, seed=seed, task=task, options=options)
 
 
@@ -87,6 +87,9 @@ class EvaluationSession:
         self._probs: torch.Tensor | None = None
         self._targets: torch.Tensor | None = None
         self._collated: dict[tuple[str, ...], list] = {}
+        # ``config.fresh``: the cache files explained again by this session and those it
+        # derives (``on``, ``on_split``), each once; the cache serves the later calls
+        self._renewed: set[Path] = set()
 
     def on(self, examples: list[Example]) -> EvaluationSession:
         """A session of the same model on other examples (e.g. read from a user's file).
@@ -95,6 +98,7 @@ class EvaluationSession:
         other = EvaluationSession(self.prepared, self.config, seed=self.seed, examples=examples,
                                   task=self.task, options=self.options)
         other.perturber = self.perturber
+        other._renewed = self._renewed
         share_engine(self.prepared.model, self.perturber)
         return other
 
@@ -102,8 +106,10 @@ class EvaluationSession:
         """A session of the same model on another split (e.g. ROAR explains the training
         split); its explanations are cached under their own split key."""
         config = replace(self.config, split=split, limit=limit, sample=None)
-        return EvaluationSession(self.prepared, config, seed=self.seed, task=self.task,
-                                 options=self.options)
+        other = EvaluationSession(self.prepared, config, seed=self.seed, task=self.task,
+                                  options=self.options)
+        other._renewed = self._renewed
+        return other
 
     # -- computed once, on first use ------------------------------------------------------
 
@@ -150,17 +156,24 @@ class EvaluationSession:
 
         Cached under ``<out>/explanations`` when the examples are a split, keyed like a
         unit (weights, seed, data fingerprint, split, limit, explainer: ``unit_key``): a
-        resumed run, or another verb on the same ``--out``, does not explain again.
+        resumed run, or another verb on the same ``--out``, does not explain again. With
+        ``config.fresh`` (``run --fresh``) the cached explanations are dropped and
+        computed again, once per session; the new ones are cached.
         Raises PluginError on the first bad batch; each call is guarded
         (``faithbench.benchmark.core.isolation``).
         """
         cache = cache and not self.from_file
+        renew = cache and self.config.fresh and self._cache().path(explainer) not in self._renewed
+        if renew:
+            self._cache().drop(explainer)
         found = self.cached(explainer) if cache else None
         if found is not None:
             return found
         explained = self._explain(explainer, resumable=cache)
         if cache:
             self.store(explainer, explained)
+        if renew:
+            self._renewed.add(self._cache().path(explainer))
         return explained
 
     def cached(self, explainer: Explainer) -> Explained | None:
@@ -190,8 +203,8 @@ class EvaluationSession:
         scores = [s for line in done for s in line["scores"]]
         seconds = sum(line["seconds"] for line in done)
         costs = [Cost.from_dict(line) for line in done]  # per batch; summed at the end
-        bar = tqdm(total=len(self.examples), initial=len(scores), leave=False,
-                   desc=f"explain {explainer.spec.name}", disable=not self.config.progress)
+        bar = progress_bar(total=len(self.examples), initial=len(scores), leave=False,
+                           desc=f"explain {explainer.spec.name}", show=self.config.progress)
         with self.caller(explainer) as caller:
             for i in range(len(done), len(batches)):
                 batch, start = batches[i][0], time.perf_counter()

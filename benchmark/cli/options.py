@@ -108,7 +108,10 @@ def executor(p: argparse.ArgumentParser) -> None:
 
 
 def progress(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("--no-progress", action="store_true",
+                   help="hide progress bars. They are drawn only when stderr is a terminal "
+                   "(or in a notebook); FAITHBENCH_PROGRESS=1 draws them anyway (e.g. into "
+                   "a log), FAITHBENCH_PROGRESS=0 never")
 
 
 def results(p: argparse.ArgumentParser) -> None:

@@ -1,5 +1,6 @@
 """``faithbench run``: train or load the task models, explain, score, write results
-and leaderboard entries, resuming what an earlier run into ``--out`` finished."""
+and leaderboard entries, resuming what an earlier run into ``--out`` finished
+(``--fresh``: recomputing the units it selects, keeping the rest of ``--out``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ EPILOG = """examples:
   faithbench run --tasks sentiment --data-dir ../shared/data
   faithbench run --explainers gradient my_plugin.py --metrics comprehensiveness sufficiency
   faithbench run --tasks sentiment --data-dir ../shared/data --sample 300   # 300 at random, seeded
-  faithbench run --fresh                           # start over instead of resuming"""
+  faithbench run --fresh --explainers gradient     # recompute gradient's units; keep the rest"""
 
 def add_arguments(p) -> None:
     p.add_argument("--tasks", nargs="+", default=["synthetic"], help="names, by spaces or commas")
@@ -21,7 +22,9 @@ def add_arguments(p) -> None:
                    "commas; `faithbench list` shows them)")
     p.add_argument("--metrics", nargs="+", default=[],
                    help="default: every metric for the task (spaces or commas)")
-    p.add_argument("--fresh", action="store_true", help="delete earlier results and start over")
+    p.add_argument("--fresh", action="store_true",
+                   help="recompute the units this command selects (their explanations too, "
+                   "not read from the cache); other results in --out are kept")
     options.data(p)
     options.model(p, seeds=True)
     options.examples(p)

@@ -10,16 +10,23 @@ record type in their own file, never mixed into results; so are agreement record
 A unit is done if and only if its result line exists. Appends are flushed and
 fsync'd; a line cut short by ``kill -9`` has no trailing newline and is dropped
 on the next read and repaired on the next append, so it is never read as a result.
+Lines are only appended, except that ``run --fresh`` removes the line of a unit it
+recomputes (``rewrite_jsonl``, under the lock appends take); readers that meet a key
+twice take its last line (``latest_results``).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
+import stat
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TextIO
 
 import jsonlines
 
@@ -313,21 +320,78 @@ def _build(cls, d: Any, where: str, what: str, prefix: str):
 
 def append_jsonl(path: Path, obj: dict) -> None:
     """Append one line durably; first cut off any partial line left by a crash. The
-    file is locked meanwhile, so two runs may share one ``--out`` folder (e.g. the two
-    directions of the alignment task) without cutting or interleaving each other's
-    lines."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    file is locked meanwhile (``locked_jsonl``), so two runs may share one ``--out``
+    folder (e.g. the two directions of the alignment task) without cutting or
+    interleaving each other's lines, nor losing one to a rewrite (``rewrite_jsonl``)."""
     line = io.StringIO()
     with jsonlines.Writer(line, compact=True, sort_keys=True) as writer:
         writer.write(obj)
-    with open(path, "a", encoding="utf-8") as fh:
-        if fcntl is not None:
-            fcntl.flock(fh, fcntl.LOCK_EX)  # released when fh closes
-        _repair_tail(path)
+    with locked_jsonl(path) as fh:
+        _repair_tail(Path(path))
         fh.write(line.getvalue())
         fh.flush()
         os.fsync(fh.fileno())
+
+
+@contextmanager
+def locked_jsonl(path: Path) -> Iterator[TextIO]:
+    """Hold the lock that appends and rewrites of ``path`` take (an exclusive ``flock``
+    on the file itself), yielding the file open for appending. A rewrite replaces the
+    file (``rewrite_jsonl``: a new inode): whoever waited for the lock of the file it
+    replaced finds, once it has the lock, that the path names another file, and takes
+    that one's lock instead, so no line is written into a file nobody reads."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        with open(path, "a", encoding="utf-8") as fh:  # closing it releases the lock
+            if fcntl is None or _current(fh, path):
+                yield fh
+                return
+        # replaced while we waited: lock the file the path names now
+
+
+def _current(fh, path: Path) -> bool:
+    """Lock ``fh``; whether ``path`` still names the file ``fh`` has open."""
+    fcntl.flock(fh, fcntl.LOCK_EX)  # released when fh closes
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fh.fileno())
+    return (named.st_ino, named.st_dev) == (mine.st_ino, mine.st_dev)
+
+
+def rewrite_jsonl(path: Path, keep: Callable[[dict], bool]) -> int:
+    """Remove the complete lines of ``path`` whose object ``keep`` refuses, under the
+    lock appends take; returns how many. The lines kept are kept byte for byte (and the
+    file's mode), and the file is replaced at once (temp file + rename): a reader sees
+    the old file or the new one, never a half-written one, and a crash leaves either."""
+    path = Path(path)
+    if not path.exists():
+        return 0
+    with locked_jsonl(path):
+        text = read_utf8(path)
+        lines = text[: text.rfind("\n") + 1].split("\n")[:-1]
+        kept = []
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                raise DataFileError(path, number, None, "not a valid JSON object") from None
+            if keep(obj):
+                kept.append(line + "\n")
+        removed = sum(1 for line in lines if line.strip()) - len(kept)
+        if removed:
+            mode = stat.S_IMODE(path.stat().st_mode)
+
+            def write(tmp):
+                Path(tmp).write_text("".join(kept), encoding="utf-8")
+                os.chmod(tmp, mode)
+
+            atomic_write(path, write)
+    return removed
 
 
 def _repair_tail(path: Path) -> None:
@@ -379,8 +443,20 @@ def write_jsonl_atomic(path: Path, rows: list[dict]) -> None:
 
 
 def read_results(path: Path) -> list[ResultRecord]:
+    """Every result line of ``path``, in file order (``latest_results``: one per key)."""
     return [ResultRecord.from_dict(d, where=f"{path}, line {i}")
             for i, d in enumerate(read_jsonl(path), start=1) if d.get("record_type") == "result"]
+
+
+def latest_results(path: Path) -> list[ResultRecord]:
+    """The results of ``path``, one per key: where a key has several lines (a unit
+    recomputed by ``run --fresh`` whose old line a crash left beside the new one, or a
+    folder written before the old line was removed), the last one, which is the newest."""
+    latest: dict[str, ResultRecord] = {}
+    for record in read_results(path):
+        latest.pop(record.key, None)
+        latest[record.key] = record
+    return list(latest.values())
 
 
 def read_roar_rows(path: Path) -> list[RoarRow]:

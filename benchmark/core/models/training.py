@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from faithbench.benchmark.core.api import Batch
+from faithbench.benchmark.core.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -211,8 +211,8 @@ def train(
         model.train()
         batches = train_batches(epoch)
         total = seen = 0.0
-        for batch, labels in tqdm(batches, desc=f"{desc} epoch {epoch + 1}", leave=False,
-                                   disable=not progress):
+        for batch, labels in progress_bar(batches, desc=f"{desc} epoch {epoch + 1}",
+                                          leave=False, show=progress):
             opt.zero_grad()
             batch = word_dropout(batch, config.word_dropout, model.mask_id, dropout_rng)
             batch = random_masking(batch, config.mask_training, model.mask_id, dropout_rng)
