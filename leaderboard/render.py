@@ -170,8 +170,9 @@ def render_leaderboard(rows: list[Ranked], fmt: str = "table",
             body = [line + c.values() for line, c in zip(body, costs)]
         return _csv(cols, body)
     if fmt == "json":
-        return _json([{**r.as_dict(), **({} if costs is None else dict(
-            zip(COST_COLUMNS, c.values())))} for r, c in zip(rows, costs or [None] * len(rows))])
+        extra = [{}] * len(rows) if costs is None else [
+            dict(zip(COST_COLUMNS, c.values())) for c in costs]
+        return _json([{**r.as_dict(), **more} for r, more in zip(rows, extra)])
     labels = _metric_labels([r.metric for r in rows])
     suites = list(dict.fromkeys((r.task, r.suite) for r in rows))
     several = len(suites) > len({task for task, _ in suites})  # a column only then

@@ -23,13 +23,14 @@ from faithbench.benchmark.cli import (
     roar,
     run,
     score,
+    site,
     submit,
     validate,
 )
 from faithbench.benchmark.core.errors import FaithbenchError
 
-VERBS = (run, explain, score, align, predict, validate, submit, leaderboard, compare, roar,
-         agreement, list_verb)
+VERBS = (run, explain, score, align, predict, validate, submit, leaderboard, compare, site,
+         roar, agreement, list_verb)
 
 
 def build_parser() -> argparse.ArgumentParser:

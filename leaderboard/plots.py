@@ -1,0 +1,66 @@
+"""The site's figures as inline SVG (matplotlib, text kept as text): a forest plot of
+one ranking, and faithfulness against cost. Drawn from ``Ranked`` rows, never from
+numbers typed in."""
+
+from __future__ import annotations
+
+import io
+
+from faithbench.leaderboard.rows import Ranked
+
+WIDTH = 6.4  # inches: the page's content width at 100 dpi
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display: the site is built anywhere
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.fonttype": "none", "font.size": 9})
+    return plt
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    _pyplot().close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]  # inline: no XML prologue or doctype
+
+
+def forest(rows: list[Ranked], title: str) -> str:
+    """One ranking (rows of one suite and metric, best first) as a forest plot: each
+    explainer's mean with its CI as a bar, tied ranks in one colour, rank 1 filled."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.28 * len(rows) + 0.9))
+    ys = list(range(len(rows)))[::-1]
+    for y, r in zip(ys, rows):
+        colour = "#1f6fb2" if r.rank == 1 else "#555555"
+        ax.plot([r.ci_low, r.ci_high], [y, y], color=colour, linewidth=2)
+        ax.plot([r.mean], [y], marker="o", color=colour,
+                markerfacecolor=colour if r.rank == 1 else "white")
+    ax.set_yticks(ys, [r.explainer_name for r in rows])
+    arrow = {"higher": "higher is better", "lower": "lower is better"}.get(rows[0].direction, "")
+    ax.set_xlabel(f"{rows[0].metric_name} ({arrow})" if arrow else rows[0].metric_name)
+    ax.set_title(title, fontsize=9, loc="left")
+    ax.grid(axis="x", color="#dddddd")
+    ax.set_axisbelow(True)
+    return _svg(fig)
+
+
+def scatter(points: list[tuple[str, float, float]], x_label: str, y_label: str,
+            log_x: bool = False) -> str:
+    """(label, x, y) points, each labelled: faithfulness against cost or plausibility."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.6))
+    for label, x, y in points:
+        ax.plot([x], [y], marker="o", color="#1f6fb2")
+        ax.annotate(label, (x, y), textcoords="offset points", xytext=(4, 3), fontsize=8)
+    if log_x:
+        ax.set_xscale("log")
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
+    ax.grid(color="#dddddd")
+    ax.set_axisbelow(True)
+    return _svg(fig)

@@ -1,0 +1,243 @@
+"""``faithbench site``: the leaderboard as a static, self-contained site, built from
+entry folders (no server, no CDN: every page opens from the file system).
+
+Pages: ``index.html`` lists the suites (task x split x examples x model seeds, with n
+and the entries' count); one page per suite has a tab per metric with its forest plot
+(mean and CI of every explainer, rank 1 filled) and its ranking table, faithfulness
+against cost (seconds per example) and against plausibility where both were
+measured, the explainers' and metrics' cards, and a provenance block (the run
+options, package versions, weights hashes, seeds, machine). Everything is read from
+the entries (``rank`` recomputes every interval from the per-example rows); the
+figures are matplotlib SVG inline in the page; the tabs are a few lines of our own
+JavaScript (``site.js``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from faithbench.benchmark.core.files import content_hash
+from faithbench.leaderboard import plots
+from faithbench.leaderboard.cost import explain_costs
+from faithbench.leaderboard.entry import Entry
+from faithbench.leaderboard.rank import rank
+from faithbench.leaderboard.rows import Ranked
+
+CSS = """
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 980px; padding: 1em; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; } h3 { font-size: 1.05em; }
+table { border-collapse: collapse; margin: .6em 0; } td, th { padding: .2em .6em; border-bottom: 1px solid #ddd; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; } tr.best td { font-weight: 600; }
+.tabs button { border: 1px solid #bbb; background: #f4f4f4; padding: .3em .7em; margin: 0 .2em .2em 0; cursor: pointer; }
+.tabs button.active { background: #1f6fb2; color: white; border-color: #1f6fb2; }
+.tab { display: none; } .tab.active { display: block; }
+.card { border: 1px solid #ddd; border-radius: 4px; padding: .5em .8em; margin: .5em 0; }
+.note { color: #555; font-size: .9em; } code, pre { font-size: .85em; background: #f6f6f6; }
+pre { padding: .5em; overflow-x: auto; } svg { max-width: 100%; height: auto; }
+"""
+
+JS = """
+document.querySelectorAll('.tabs').forEach(function (bar) {
+  var buttons = bar.querySelectorAll('button');
+  buttons.forEach(function (button) {
+    button.addEventListener('click', function () {
+      buttons.forEach(function (b) { b.classList.remove('active'); });
+      document.querySelectorAll('.tab[data-group="' + bar.dataset.group + '"]').forEach(
+        function (t) { t.classList.toggle('active', t.id === button.dataset.tab); });
+      button.classList.add('active');
+    });
+  });
+});
+"""
+
+OVERLAP_NOTE = ("Bars are 95% confidence intervals (over seeds and examples where there are "
+                "several seeds). Overlapping bars are not a test: "
+                "<code>faithbench compare A B</code> is (paired, Holm-corrected).")
+
+
+def esc(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def page(title: str, body: str) -> str:
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{esc(title)}</title><link rel=\"stylesheet\" href=\"style.css\"></head>"
+            f"<body>\n{body}\n<script src=\"site.js\"></script></body></html>\n")
+
+
+def suite_slug(task: str, suite: str) -> str:
+    return "suite-" + content_hash([task, suite])[:12]
+
+
+def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = None,
+               command: str | None = None) -> list[Path]:
+    """Write the site for ``entries`` into ``out``; the pages written (index first)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "style.css").write_text(CSS, encoding="utf-8")
+    (out / "site.js").write_text(JS, encoding="utf-8")
+    rows = rank(entries) if entries else []
+    suites: dict[tuple[str, str], list[Ranked]] = defaultdict(list)
+    for r in rows:
+        suites[(r.task, r.suite)].append(r)
+    by_id = {e.entry_id: e for e in entries}
+    costs = explain_costs(entries)
+    written = [out / "index.html"]
+    for (task, suite), mine in suites.items():
+        path = out / f"{suite_slug(task, suite)}.html"
+        path.write_text(suite_page(task, suite, mine, by_id, costs), encoding="utf-8")
+        written.append(path)
+    written[0].write_text(index_page(suites, by_id, sources or [], command), encoding="utf-8")
+    return written
+
+
+def index_page(suites: dict, by_id: dict, sources: list[str], command: str | None) -> str:
+    lines = ["<h1>faithbench leaderboard</h1>",
+             "<p>Does an explanation point at the tokens the model relied on? Each suite "
+             "ranks explainers scored on the same model checkpoints and examples; entries "
+             "of different suites are never ranked against each other.</p>"]
+    if not suites:
+        lines.append("<p>No entries.</p>")
+    else:
+        lines.append("<table><tr><th>task</th><th>suite</th><th>explainers</th>"
+                     "<th>metrics</th><th>n</th></tr>")
+        for (task, suite), rows in suites.items():
+            explainers = {r.entry_id for r in rows}
+            metrics = sorted({r.metric_name for r in rows})
+            n = max(r.n for r in rows)
+            lines.append(f"<tr><td><a href=\"{suite_slug(task, suite)}.html\">{esc(task)}</a>"
+                         f"</td><td>{esc(suite)}</td><td class=\"num\">{len(explainers)}</td>"
+                         f"<td>{esc(', '.join(metrics))}</td><td class=\"num\">{n}</td></tr>")
+        lines.append("</table>")
+    lines.append(provenance_of_build(sources, command))
+    return page("faithbench leaderboard", "\n".join(lines))
+
+
+def provenance_of_build(sources: list[str], command: str | None) -> str:
+    parts = ["<h2>How this site was built</h2>"]
+    if command:
+        parts.append(f"<pre>{esc(command)}</pre>")
+    if sources:
+        parts.append("<p class=\"note\">From the entry folders: "
+                     + ", ".join(f"<code>{esc(s)}</code>" for s in sources) + "</p>")
+    return "\n".join(parts)
+
+
+def suite_page(task: str, suite: str, rows: list[Ranked], by_id: dict, costs: dict) -> str:
+    metrics = list(dict.fromkeys(r.metric for r in rows))  # rank's order: family, then metric
+    metrics.sort(key=lambda m: not m.startswith("comprehensiveness"))  # the headline first
+    by_metric = {m: [r for r in rows if r.metric == m] for m in metrics}
+    parts = [f"<p><a href=\"index.html\">all suites</a></p><h1>{esc(task)}</h1>",
+             f"<p>{esc(suite)}</p>", "<h2>Rankings</h2>"]
+    group = "metrics"
+    active_class = ' class="active"'
+    parts.append(f"<div class=\"tabs\" data-group=\"{group}\">" + "".join(
+        f"<button data-tab=\"tab-{i}\"{active_class if i == 0 else ''}>"
+        f"{esc(by_metric[m][0].metric_name)}</button>" for i, m in enumerate(metrics))
+        + "</div>")
+    for i, m in enumerate(metrics):
+        ranked = by_metric[m]
+        active = " active" if i == 0 else ""
+        parts.append(f"<section class=\"tab{active}\" id=\"tab-{i}\" data-group=\"{group}\">"
+                     f"<h3>{esc(m)}</h3>"
+                     f"<figure>{plots.forest(ranked, ranked[0].metric_name)}</figure>"
+                     f"{ranking_table(ranked)}<p class=\"note\">{OVERLAP_NOTE}</p></section>")
+    parts += scatters(rows, costs)
+    entries = [by_id[e] for e in dict.fromkeys(r.entry_id for r in rows)]
+    parts.append("<h2>Explainers</h2>" + "".join(explainer_card(e) for e in entries))
+    parts.append("<h2>Metrics</h2>" + "".join(metric_card(m, by_metric[m][0]) for m in metrics))
+    parts.append("<h2>Provenance</h2>" + "".join(provenance_card(e, task) for e in entries))
+    return page(f"{task}: {suite}", "\n".join(parts))
+
+
+def ranking_table(rows: list[Ranked]) -> str:
+    seeds = any(r.n_seeds > 1 for r in rows)
+    head = ("<tr><th>rank</th><th>explainer</th><th>entry</th><th>mean</th><th>95% CI</th>"
+            + ("<th>per-seed means</th>" if seeds else "") + "<th>n</th></tr>")
+    body = []
+    for r in rows:
+        tie = " ≈" if r.overlaps_above else ""
+        spread = (f"<td class=\"num\">{r.seed_min:.3f}–{r.seed_max:.3f}</td>" if seeds else "")
+        body.append(f"<tr class=\"{'best' if r.rank == 1 else ''}\"><td class=\"num\">{r.rank}"
+                    f"{tie}</td><td>{esc(r.explainer)}</td><td><code>{esc(r.entry_id[:8])}"
+                    f"</code></td><td class=\"num\">{r.mean:.3f}</td><td class=\"num\">"
+                    f"[{r.ci_low:.3f}, {r.ci_high:.3f}]</td>{spread}<td class=\"num\">{r.n}"
+                    f"</td></tr>")
+    return f"<table class=\"ranking\">{head}{''.join(body)}</table>"
+
+
+def _primary(rows: list[Ranked], family: str) -> list[Ranked]:
+    """The rows of the family's first metric (comprehensiveness where there is one)."""
+    mine = [r for r in rows if r.family == family]
+    if not mine:
+        return []
+    names = [r.metric for r in mine]
+    key = next((m for m in names if m.startswith("comprehensiveness")), names[0])
+    return [r for r in mine if r.metric == key]
+
+
+def scatters(rows: list[Ranked], costs: dict) -> list[str]:
+    faith = _primary(rows, "faithfulness")
+    if not faith:
+        return []
+    out = []
+    name = faith[0].metric_name
+    timed = [(r.explainer_name, c.seconds, r.mean) for r in faith
+             if (c := costs.get((r.entry_id, r.task))) is not None and c.seconds]
+    if len(timed) > 1:
+        out.append("<h2>Faithfulness against cost</h2><figure>"
+                   + plots.scatter(timed, "seconds explaining per example (log scale)",
+                                   name, log_x=True) + "</figure>")
+    plaus = {r.entry_id: r for r in _primary(rows, "plausibility")}
+    both = [(r.explainer_name, plaus[r.entry_id].mean, r.mean) for r in faith
+            if r.entry_id in plaus]
+    if len(both) > 1:
+        out.append("<h2>Faithfulness against plausibility</h2><figure>"
+                   + plots.scatter(both, next(iter(plaus.values())).metric_name, name)
+                   + "</figure>")
+    return out
+
+
+def explainer_card(e: Entry) -> str:
+    spec = e.header.get("explainer_spec") or {}
+    fields = [("id", e.explainer), ("requires", ", ".join(spec.get("requires") or []) or "-"),
+              ("cost", spec.get("cost")), ("citation", spec.get("citation")),
+              ("submitter", e.header.get("submitter")), ("notes", e.header.get("notes"))]
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in fields if v)
+    about = spec.get("description") or ""
+    return (f"<div class=\"card\" id=\"explainer-{esc(e.entry_id)}\"><h3>{esc(e.name)}</h3>"
+            f"<p>{esc(about)}</p><table>{rows}</table></div>")
+
+
+def metric_card(metric: str, row: Ranked) -> str:
+    from faithbench import metrics as registry
+
+    try:
+        spec = registry.resolve(metric).spec
+        citation = spec.citation
+    except Exception:  # a plugin's or an older version's metric: the row says enough
+        citation = ""
+    fields = [("id", metric), ("family", row.family), ("better", row.direction),
+              ("citation", citation)]
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in fields if v)
+    return f"<div class=\"card\"><h3>{esc(row.metric_name)}</h3><table>{rows}</table></div>"
+
+
+def provenance_card(e: Entry, task: str) -> str:
+    recs = [r for r in e.results if r.task == task]
+    p = recs[0].provenance
+    fields = [("faithbench", ", ".join(e.header.get("faithbench_versions") or [])),
+              ("git commits", ", ".join(e.header.get("git_commits") or [])),
+              ("weights (checkpoints)", ", ".join(sorted({r.provenance.checkpoint for r in recs}))),
+              ("data fingerprint", p.data_fingerprint), ("torch", p.torch),
+              ("threads", p.torch_threads), ("python", p.python), ("platform", p.platform),
+              ("seeds", json.dumps(p.seeds) if p.seeds else None)]
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in fields if v)
+    run = p.run_options()
+    options = (f"<details><summary>run options</summary><pre>"
+               f"{esc(json.dumps(run, indent=1, sort_keys=True))}</pre></details>" if run else "")
+    return (f"<div class=\"card\"><h3>{esc(e.explainer)} <code>{esc(e.entry_id[:8])}</code></h3>"
+            f"<table>{rows}</table>{options}</div>")

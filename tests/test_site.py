@@ -1,0 +1,96 @@
+"""``faithbench site`` from a small real run, opened in headless Chromium: every page
+renders with no console message, every explainer row and every figure is in the DOM
+after the page's own JavaScript ran, and a screenshot of each page is written.
+
+Chromium is Debian's ``chromium`` (``.ci/run`` installs it); without it the browser
+test is skipped with the reason, except under CI=true, where it fails."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from faithbench.benchmark.cli import main
+from faithbench.leaderboard.entry import read_entries
+from faithbench.leaderboard.rank import rank
+
+EXPLAINERS = ["attention", "gradient", "random"]
+METRICS = ["comprehensiveness", "sufficiency", "token_f1"]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, isolated_cache):
+    """A run with two suites (all test examples, and the first 12) and its site."""
+    root = tmp_path_factory.mktemp("site")
+    out = root / "res"
+    for extra in ([], ["--limit", "12"]):
+        assert main(["run", "--out", str(out), "--explainers", *EXPLAINERS, "--metrics",
+                     *METRICS, "--batch-size", "32", "--no-progress", *extra]) in (0,)
+    assert main(["site", "--entries", str(out / "leaderboard"), "--out",
+                 str(root / "site")]) == 0
+    return root / "site", read_entries(out / "leaderboard")
+
+
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
+        pytest.skip("chromium is not installed: apt-get install chromium")
+    return found
+
+
+def render(page: Path, shot: Path) -> tuple[str, list[str]]:
+    """(the DOM after the page's scripts ran, the console messages) of one page."""
+    base = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+            "--v=0", "--virtual-time-budget=3000", "--window-size=1100,1400"]
+    done = subprocess.run([*base, "--dump-dom", page.as_uri()], capture_output=True, text=True,
+                          timeout=120, check=True)
+    subprocess.run([*base, f"--screenshot={shot}", page.as_uri()], capture_output=True,
+                   timeout=120, check=True)
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    return done.stdout, console
+
+
+def test_the_console_check_catches_a_broken_page(tmp_path):
+    """The detector itself: a page with a script error must be caught."""
+    page = tmp_path / "bad.html"
+    page.write_text("<html><body><script>undefinedFunction();</script></body></html>")
+    _, console = render(page, tmp_path / "bad.png")
+    assert any("undefinedFunction is not defined" in line for line in console)
+
+
+def test_every_page_renders_with_every_row_and_figure(site, tmp_path):
+    folder, entries = site
+    pages = sorted(folder.glob("*.html"))
+    rows = rank(entries)
+    suites = {(r.task, r.suite) for r in rows}
+    assert len(pages) == 1 + len(suites) == 3  # the index and one page per suite
+    weight = sum(p.stat().st_size for p in folder.iterdir())
+    print(f"\nsite: {len(pages)} pages, {weight / 1024:.0f} KiB in all; screenshots in {tmp_path}")
+    assert weight < 2 * 1024 * 1024
+    index, console = render(folder / "index.html", tmp_path / "index.png")
+    assert console == []
+    links = re.findall(r'href="(suite-[0-9a-f]{12}\.html)"', index)
+    assert sorted(links) == sorted(p.name for p in pages if p.name != "index.html")
+    for name in links:
+        dom, console = render(folder / name, tmp_path / name.replace(".html", ".png"))
+        assert console == [], (name, console)
+        mine = [r for r in rows if f"<p>{r.suite}</p>" in dom]
+        assert {r.suite for r in mine} and len({r.suite for r in mine}) == 1
+        for r in mine:  # every explainer's row in every metric's table
+            assert dom.count(f"<td>{r.explainer}</td><td><code>") == len(METRICS)
+        assert dom.count("<figure><svg") == len(METRICS) + 2  # forests, cost, plausibility
+        assert 'class="tab active"' in dom
+        assert len(re.findall(r'<section class="tab( active)?"', dom)) == len(METRICS)
+        assert (tmp_path / name.replace(".html", ".png")).stat().st_size > 10_000
+
+
+def test_site_refuses_a_missing_folder(tmp_path, capsys):
+    assert main(["site", "--entries", str(tmp_path / "nope"), "--out", str(tmp_path / "s")]) == 2
+    assert "no such folder" in capsys.readouterr().err
