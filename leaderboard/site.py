@@ -19,6 +19,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.files import content_hash
 from faithbench.leaderboard import plots
 from faithbench.leaderboard.cost import explain_costs
@@ -96,9 +97,9 @@ def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = N
 
 def index_page(suites: dict, by_id: dict, sources: list[str], command: str | None) -> str:
     lines = ["<h1>faithbench leaderboard</h1>",
-             "<p>Does an explanation point at the tokens the model relied on? Each suite "
-             "ranks explainers scored on the same model checkpoints and examples; entries "
-             "of different suites are never ranked against each other.</p>"]
+             ("<p>Does an explanation point at the tokens the model relied on? Each suite "
+              "ranks explainers scored on the same model checkpoints and examples; entries "
+              "of different suites are never ranked against each other.</p>")]
     if not suites:
         lines.append("<p>No entries.</p>")
     else:
@@ -218,7 +219,7 @@ def metric_card(metric: str, row: Ranked) -> str:
     try:
         spec = registry.resolve(metric).spec
         citation = spec.citation
-    except Exception:  # a plugin's or an older version's metric: the row says enough
+    except InputError:  # a plugin's or an older version's metric: the row says enough
         citation = ""
     fields = [("id", metric), ("family", row.family), ("better", row.direction),
               ("citation", citation)]
