@@ -25,7 +25,7 @@ def main(args) -> int:
 
     from faithbench.benchmark.core.errors import InputError
     from faithbench.leaderboard.entry import Entry, read_entries
-    from faithbench.leaderboard.site import build_site
+    from faithbench.benchmark.site import build_site
 
     entries: dict[str, Entry] = {}
     for folder in args.entries:

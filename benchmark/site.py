@@ -21,7 +21,7 @@ from pathlib import Path
 
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.files import content_hash
-from faithbench.leaderboard import plots
+from faithbench.benchmark import plots
 from faithbench.leaderboard.cost import explain_costs
 from faithbench.leaderboard.entry import Entry
 from faithbench.leaderboard.rank import rank
