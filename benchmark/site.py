@@ -19,12 +19,13 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from faithbench.benchmark import plots
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.files import content_hash
-from faithbench.benchmark import plots
 from faithbench.leaderboard.cost import explain_costs
 from faithbench.leaderboard.entry import Entry
 from faithbench.leaderboard.rank import rank
+from faithbench.leaderboard.release import describe, rerun_command
 from faithbench.leaderboard.rows import Ranked
 
 CSS = """
@@ -76,27 +77,48 @@ def suite_slug(task: str, suite: str) -> str:
 
 def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = None,
                command: str | None = None) -> list[Path]:
-    """Write the site for ``entries`` into ``out``; the pages written (index first)."""
+    """Write the site of ``entries`` into ``out``; the pages written (index first)."""
+    costs = {k: (c.seconds, c.forward_equivalents) for k, c in explain_costs(entries).items()}
+    return build_site_of_rows(rank(entries) if entries else [],
+                              {e.entry_id: describe(e) for e in entries}, costs, out,
+                              sources=sources, command=command)
+
+
+def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: dict, out: Path,
+                       *, sources: list[str] | None = None, command: str | None = None,
+                       published: str | None = None) -> list[Path]:
+    """The site of ranked rows (``rank``'s, or a release's), with each entry's
+    ``release.describe`` and its cost per example ((entry, task) -> (seconds,
+    forward-equivalents)); ``published``: the release's version, named on every page."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "style.css").write_text(CSS, encoding="utf-8")
     (out / "site.js").write_text(JS, encoding="utf-8")
-    rows = rank(entries) if entries else []
     suites: dict[tuple[str, str], list[Ranked]] = defaultdict(list)
     for r in rows:
         suites[(r.task, r.suite)].append(r)
-    by_id = {e.entry_id: e for e in entries}
-    costs = explain_costs(entries)
     written = [out / "index.html"]
     for (task, suite), mine in suites.items():
         path = out / f"{suite_slug(task, suite)}.html"
-        path.write_text(suite_page(task, suite, mine, by_id, costs), encoding="utf-8")
+        path.write_text(suite_page(task, suite, mine, described, costs, published),
+                        encoding="utf-8")
         written.append(path)
-    written[0].write_text(index_page(suites, by_id, sources or [], command), encoding="utf-8")
+    written[0].write_text(index_page(suites, sources or [], command, published),
+                          encoding="utf-8")
     return written
 
 
-def index_page(suites: dict, by_id: dict, sources: list[str], command: str | None) -> str:
-    lines = ["<h1>faithbench leaderboard</h1>",
+def published_note(published: str | None) -> str:
+    if published is None:
+        return ""
+    return (f"<p class=\"note\">Published release {esc(published)}: computed on the release "
+            "machine's models. Your own runs train their own checkpoints (weights differ "
+            "across machines and thread counts), so they form other suites; each suite "
+            "page names the command that reruns its references on your models.</p>")
+
+
+def index_page(suites: dict, sources: list[str], command: str | None,
+               published: str | None = None) -> str:
+    lines = ["<h1>faithbench leaderboard</h1>", published_note(published),
              ("<p>Does an explanation point at the tokens the model relied on? Each suite "
               "ranks explainers scored on the same model checkpoints and examples; entries "
               "of different suites are never ranked against each other.</p>")]
@@ -127,12 +149,13 @@ def provenance_of_build(sources: list[str], command: str | None) -> str:
     return "\n".join(parts)
 
 
-def suite_page(task: str, suite: str, rows: list[Ranked], by_id: dict, costs: dict) -> str:
+def suite_page(task: str, suite: str, rows: list[Ranked], described: dict, costs: dict,
+               published: str | None = None) -> str:
     metrics = list(dict.fromkeys(r.metric for r in rows))  # rank's order: family, then metric
     metrics.sort(key=lambda m: not m.startswith("comprehensiveness"))  # the headline first
     by_metric = {m: [r for r in rows if r.metric == m] for m in metrics}
     parts = [f"<p><a href=\"index.html\">all suites</a></p><h1>{esc(task)}</h1>",
-             f"<p>{esc(suite)}</p>", "<h2>Rankings</h2>"]
+             f"<p>{esc(suite)}</p>", published_note(published), "<h2>Rankings</h2>"]
     group = "metrics"
     active_class = ' class="active"'
     parts.append(f"<div class=\"tabs\" data-group=\"{group}\">" + "".join(
@@ -147,10 +170,14 @@ def suite_page(task: str, suite: str, rows: list[Ranked], by_id: dict, costs: di
                      f"<figure>{plots.forest(ranked, ranked[0].metric_name)}</figure>"
                      f"{ranking_table(ranked)}<p class=\"note\">{OVERLAP_NOTE}</p></section>")
     parts += scatters(rows, costs)
-    entries = [by_id[e] for e in dict.fromkeys(r.entry_id for r in rows)]
+    entries = [described[e] for e in dict.fromkeys(r.entry_id for r in rows)]
     parts.append("<h2>Explainers</h2>" + "".join(explainer_card(e) for e in entries))
     parts.append("<h2>Metrics</h2>" + "".join(metric_card(m, by_metric[m][0]) for m in metrics))
     parts.append("<h2>Provenance</h2>" + "".join(provenance_card(e, task) for e in entries))
+    if published is not None:
+        parts.append("<h2>Your explainer beside these</h2><p>Rerun the references on your "
+                     "models, then submit yours into the same folder and compare (one "
+                     f"suite):</p><pre>{esc(rerun_command(task, entries))}</pre>")
     return page(f"{task}: {suite}", "\n".join(parts))
 
 
@@ -186,8 +213,8 @@ def scatters(rows: list[Ranked], costs: dict) -> list[str]:
         return []
     out = []
     name = faith[0].metric_name
-    timed = [(r.explainer_name, c.seconds, r.mean) for r in faith
-             if (c := costs.get((r.entry_id, r.task))) is not None and c.seconds]
+    timed = [(r.explainer_name, c[0], r.mean) for r in faith
+             if (c := costs.get((r.entry_id, r.task))) is not None and c[0]]
     if len(timed) > 1:
         out.append("<h2>Faithfulness against cost</h2><figure>"
                    + plots.scatter(timed, "seconds explaining per example (log scale)",
@@ -202,15 +229,15 @@ def scatters(rows: list[Ranked], costs: dict) -> list[str]:
     return out
 
 
-def explainer_card(e: Entry) -> str:
-    spec = e.header.get("explainer_spec") or {}
-    fields = [("id", e.explainer), ("requires", ", ".join(spec.get("requires") or []) or "-"),
+def explainer_card(e: dict) -> str:
+    spec = e.get("explainer_spec") or {}
+    fields = [("id", e["explainer"]), ("requires", ", ".join(spec.get("requires") or []) or "-"),
               ("cost", spec.get("cost")), ("citation", spec.get("citation")),
-              ("submitter", e.header.get("submitter")), ("notes", e.header.get("notes"))]
+              ("submitter", e.get("submitter")), ("notes", e.get("notes"))]
     rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in fields if v)
     about = spec.get("description") or ""
-    return (f"<div class=\"card\" id=\"explainer-{esc(e.entry_id)}\"><h3>{esc(e.name)}</h3>"
-            f"<p>{esc(about)}</p><table>{rows}</table></div>")
+    return (f"<div class=\"card\" id=\"explainer-{esc(e['entry_id'])}\">"
+            f"<h3>{esc(e['explainer_name'])}</h3><p>{esc(about)}</p><table>{rows}</table></div>")
 
 
 def metric_card(metric: str, row: Ranked) -> str:
@@ -227,18 +254,17 @@ def metric_card(metric: str, row: Ranked) -> str:
     return f"<div class=\"card\"><h3>{esc(row.metric_name)}</h3><table>{rows}</table></div>"
 
 
-def provenance_card(e: Entry, task: str) -> str:
-    recs = [r for r in e.results if r.task == task]
-    p = recs[0].provenance
-    fields = [("faithbench", ", ".join(e.header.get("faithbench_versions") or [])),
-              ("git commits", ", ".join(e.header.get("git_commits") or [])),
-              ("weights (checkpoints)", ", ".join(sorted({r.provenance.checkpoint for r in recs}))),
-              ("data fingerprint", p.data_fingerprint), ("torch", p.torch),
-              ("threads", p.torch_threads), ("python", p.python), ("platform", p.platform),
-              ("seeds", json.dumps(p.seeds) if p.seeds else None)]
+def provenance_card(e: dict, task: str) -> str:
+    p = e["tasks"][task]
+    fields = [("faithbench", ", ".join(e.get("faithbench_versions") or [])),
+              ("git commits", ", ".join(e.get("git_commits") or [])),
+              ("weights (checkpoints)", ", ".join(p["checkpoints"])),
+              ("data fingerprint", p["data_fingerprint"]), ("torch", p["torch"]),
+              ("threads", p["torch_threads"]), ("python", p["python"]),
+              ("platform", p["platform"]), ("seeds", json.dumps(p["seeds"]) if p["seeds"] else None)]
     rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in fields if v)
-    run = p.run_options()
     options = (f"<details><summary>run options</summary><pre>"
-               f"{esc(json.dumps(run, indent=1, sort_keys=True))}</pre></details>" if run else "")
-    return (f"<div class=\"card\"><h3>{esc(e.explainer)} <code>{esc(e.entry_id[:8])}</code></h3>"
-            f"<table>{rows}</table>{options}</div>")
+               f"{esc(json.dumps(p['run'], indent=1, sort_keys=True))}</pre></details>"
+               if p["run"] else "")
+    return (f"<div class=\"card\"><h3>{esc(e['explainer'])} <code>{esc(e['entry_id'][:8])}"
+            f"</code></h3><table>{rows}</table>{options}</div>")

@@ -249,7 +249,17 @@ def matrices(entries: list[Entry], task: str, *, family: str | None = None,
     sorted by ``sort_by`` (a metric name or id that must match one column), else by
     ``prefer`` where it matches one column, else by the first column. ``metrics``
     (canonical ids or short names) picks the columns, in that order."""
-    every = rank(entries, task=task, family=family)
+    return matrices_of_rows(rank(entries, task=task, family=family), task, sort_by=sort_by,
+                            metrics=metrics, prefer=prefer)
+
+
+def matrices_of_rows(every: list[Ranked], task: str, *, sort_by: str | None = None,
+                     metrics: list[str] | None = None, prefer: str | None = None
+                     ) -> list[Matrix]:
+    """``matrices`` of rows already ranked (``rank``'s, or a published release's)."""
+    every = [r for r in every if matches(r.task, task)]
+    if not every:
+        raise InputError(f"no results for task {task!r}")
     tasks = sorted({r.task for r in every})
     if len(tasks) > 1:
         raise InputError(f"task {task!r} matches {', '.join(tasks)}; give the full task id")

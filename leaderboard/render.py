@@ -29,7 +29,7 @@ from faithbench.leaderboard.cost import HEADERS as COST_HEADERS
 from faithbench.leaderboard.cost import NOTE as COST_NOTE
 from faithbench.leaderboard.cost import UNKNOWN, ExplainCost
 from faithbench.leaderboard.entry import Entry
-from faithbench.leaderboard.rank import Matrix, matrices
+from faithbench.leaderboard.rank import Matrix, matrices, matrices_of_rows
 from faithbench.leaderboard.rows import Compared, Ranked
 
 FORMATS = ("table", "markdown", "csv", "latex", "json")
@@ -216,14 +216,18 @@ def render_matrix(
     metrics: list[str] | None = None,
     prefer: str | None = None,
     cost: Mapping[tuple[str, str], ExplainCost] | None = None,
+    rows: list[Ranked] | None = None,
 ) -> str:
     """Explainers as rows, the task's metrics as columns (``rank.matrix`` picks, ranks
     and orders them; see there for ``sort_by``, ``prefer`` and ``metrics``); with
     ``cost`` (``leaderboard.cost.explain_costs``), each explainer's cost per example
-    in the last columns."""
+    in the last columns; ``rows``: rows already ranked (a published release's) instead
+    of ranking ``entries``."""
     _check_fmt(fmt)
-    found = matrices(entries, task, family=family, sort_by=sort_by, metrics=metrics,
-                     prefer=prefer)
+    found = (matrices(entries, task, family=family, sort_by=sort_by, metrics=metrics,
+                      prefer=prefer) if rows is None else
+             matrices_of_rows([r for r in rows if family is None or r.family == family], task,
+                              sort_by=sort_by, metrics=metrics, prefer=prefer))
     if fmt == "csv":  # one CSV, a suite column telling the tables apart
         return "".join(_matrix_csv(m, cost, header=i == 0) for i, m in enumerate(found))
     return "\n".join(_matrix_text(m, fmt, cost) for m in found)
@@ -481,14 +485,15 @@ def _csv(cols: list[str], body: list[list]) -> str:
 
 def _json(value) -> str:
     """JSON with full precision (NaN, where a value is undefined, as null)."""
-    return json.dumps(_nulls(value), indent=1, ensure_ascii=False) + "\n"
+    return json.dumps(json_safe(value), indent=1, ensure_ascii=False) + "\n"
 
 
-def _nulls(value):
+def json_safe(value):
+    """``value`` with every NaN as None (JSON's null), in nested dicts and lists."""
     if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, dict):
-        return {k: _nulls(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_nulls(v) for v in value]
+        return [json_safe(v) for v in value]
     return value

@@ -23,7 +23,8 @@ def test_every_verb_has_an_epilog_with_examples():
     parser = build_parser()
     verbs = parser._subparsers._group_actions[0].choices
     assert set(verbs) == {"run", "explain", "score", "predict", "validate", "submit",
-                          "leaderboard", "compare", "site", "list", "agreement", "align", "roar"}
+                          "leaderboard", "compare", "site", "release", "list", "agreement",
+                          "align", "roar"}
     for name, sub in verbs.items():
         assert "faithbench " + name in (sub.epilog or ""), name
 

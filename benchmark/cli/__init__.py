@@ -20,6 +20,7 @@ from faithbench.benchmark.cli import (
     leaderboard,
     list_verb,
     predict,
+    release,
     roar,
     run,
     score,
@@ -30,7 +31,7 @@ from faithbench.benchmark.cli import (
 from faithbench.benchmark.core.errors import FaithbenchError
 
 VERBS = (run, explain, score, align, predict, validate, submit, leaderboard, compare, site,
-         roar, agreement, list_verb)
+         release, roar, agreement, list_verb)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -37,6 +37,10 @@ def add_arguments(p) -> None:
     p.add_argument("--metrics", nargs="+", default=[],
                    help="with --wide: these metric columns, in this order (names or ids, "
                    "e.g. 'comprehensiveness[eraser=mask]')")
+    p.add_argument("--published", nargs="?", const="", default=None, metavar="RELEASE",
+                   help="the published reference results shipped with faithbench (or a "
+                   "release folder), with your --entries beside them where the folder "
+                   "exists, each in its own suite")
 
 
 def main(args) -> int:
@@ -45,6 +49,8 @@ def main(args) -> int:
     from faithbench.leaderboard.rank import matches, rank
     from faithbench.leaderboard.render import render_leaderboard
 
+    if args.published is not None:
+        return _published(args)
     entries = read_entries(args.entries)
     if not entries:
         raise InputError(f"no leaderboard entries under {args.entries}; "
@@ -68,6 +74,53 @@ def main(args) -> int:
         print(output.matrices(entries, task, args.format, family=args.family,
                               sort_by=args.metric, metrics=columns, prefer=prefer,
                               cost=cost) + "\n")
+    return 0
+
+
+def _published(args) -> int:
+    """The release's rows (their suites marked as published) and, beside them, the
+    user's entries (marked as theirs: their own models), then the commands that rerun
+    each suite's references on the user's models."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from faithbench.leaderboard.cost import ExplainCost, explain_costs
+    from faithbench.leaderboard.entry import read_entries
+    from faithbench.leaderboard.rank import matches, rank
+    from faithbench.leaderboard.release import read_release
+    from faithbench.leaderboard.render import render_leaderboard, render_matrix
+
+    release = read_release(args.published or None)
+    rows = [replace(r, suite=f"published {release.version}: {r.suite}") for r in release.rows]
+    cost = {k: ExplainCost(*v) for k, v in release.costs.items()}
+    mine = read_entries(args.entries) if Path(args.entries).is_dir() else []
+    if mine:
+        rows += [replace(r, suite=f"yours: {r.suite}") for r in rank(mine)]
+        cost.update(explain_costs(mine))
+    metric = None if args.wide else args.metric
+    rows = [r for r in rows if matches(r.task, args.task) and matches(r.metric, metric)
+            and (args.family is None or r.family == args.family)]
+    if not rows:
+        raise InputError(f"release {release.version} has no rows for task={args.task!r}, "
+                         f"metric={args.metric!r}")
+    costs = cost if args.cost else None
+    if args.format == "json" or not args.wide:
+        print(render_leaderboard(rows, args.format, cost=costs), end="" if args.format == "json"
+              else "\n")
+    else:
+        columns = _metric_ids(options.split_list(args.metrics))
+        for task in sorted({r.task for r in rows}):
+            print(render_matrix([], task, args.format, sort_by=args.metric, metrics=columns,
+                                prefer="comprehensiveness", cost=costs, rows=rows) + "\n")
+    if args.format in ("table", "markdown"):
+        print(f"Published release {release.version} ran on the release machine's models; "
+              "your runs train your own (weights differ across machines and thread counts), "
+              "so your entries are other suites. To compare yours with a reference on one "
+              "suite, rerun the references on your models, submit yours into the same "
+              "folder, then `faithbench compare`:")
+        for suite in release.manifest["suites"]:
+            if matches(suite["task"], args.task):
+                print(f"  {suite['task']} ({suite['suite']}):\n    {suite['rerun']}")
     return 0
 
 

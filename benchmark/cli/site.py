@@ -18,16 +18,22 @@ def add_arguments(p) -> None:
     p.add_argument("--entries", nargs="+", default=[f"{DEFAULT_OUT}/leaderboard"],
                    help="entry folders (several are merged; an entry in two is shown once)")
     p.add_argument("--out", required=True, help="folder to write the site into")
+    p.add_argument("--published", nargs="?", const="", default=None, metavar="RELEASE",
+                   help="the site of the published reference results (or a release "
+                   "folder), with your --entries beside them where given")
 
 
 def main(args) -> int:
     from pathlib import Path
 
     from faithbench.benchmark.core.errors import InputError
-    from faithbench.leaderboard.entry import Entry, read_entries
     from faithbench.benchmark.site import build_site
+    from faithbench.leaderboard.entry import Entry, read_entries
 
+    command = "faithbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     entries: dict[str, Entry] = {}
+    if args.published is not None:
+        return _published(args, command)
     for folder in args.entries:
         if not Path(folder).is_dir():
             raise InputError(f"--entries {folder}: no such folder")
@@ -36,9 +42,36 @@ def main(args) -> int:
     if not entries:
         raise InputError(f"no leaderboard entries under {', '.join(args.entries)}; "
                          "`faithbench run` or `faithbench submit` writes them")
-    command = "faithbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     pages = build_site(list(entries.values()), Path(args.out), sources=args.entries,
                        command=command)
     print(f"wrote {len(pages)} pages ({len(entries)} entries) to {args.out}; "
+          f"open {Path(args.out) / 'index.html'}")
+    return 0
+
+
+def _published(args, command: str) -> int:
+    """The release's site; the user's entries beside it (their suites marked as theirs)
+    where ``--entries`` names folders that exist."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from faithbench.benchmark.site import build_site_of_rows
+    from faithbench.leaderboard.cost import explain_costs
+    from faithbench.leaderboard.entry import read_entries
+    from faithbench.leaderboard.rank import rank
+    from faithbench.leaderboard.release import describe, read_release
+
+    release = read_release(args.published or None)
+    rows = [replace(r, suite=f"published {release.version}: {r.suite}") for r in release.rows]
+    described, costs = dict(release.entries), dict(release.costs)
+    mine = [e for folder in args.entries if Path(folder).is_dir() for e in read_entries(folder)]
+    if mine:
+        rows += [replace(r, suite=f"yours: {r.suite}") for r in rank(mine)]
+        described.update({e.entry_id: describe(e) for e in mine})
+        costs.update({k: (c.seconds, c.forward_equivalents)
+                      for k, c in explain_costs(mine).items()})
+    pages = build_site_of_rows(rows, described, costs, Path(args.out), command=command,
+                               sources=[str(release.path)], published=release.version)
+    print(f"wrote {len(pages)} pages (release {release.version}) to {args.out}; "
           f"open {Path(args.out) / 'index.html'}")
     return 0

@@ -1,0 +1,43 @@
+"""``faithbench release``: summary files of reference results, to ship as a release."""
+
+from __future__ import annotations
+
+NAME = "release"
+HELP = "write a published release (ranked rows, entries, commands) from entry folders"
+EPILOG = """examples:
+  faithbench release --entries runs/alignment/leaderboard --version v1 \\
+      --commands-file docs/release-commands.txt   # into faithbench's releases/v1
+  faithbench leaderboard --published               # read it back"""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--entries", nargs="+", required=True, help="entry folders")
+    p.add_argument("--version", required=True, help="e.g. v1")
+    p.add_argument("--out", help="release folder (default: the package's releases/VERSION)")
+    p.add_argument("--commands-file", help="a text file of the commands that produced the "
+                   "entries, one per line, kept in the manifest")
+
+
+def main(args) -> int:
+    from pathlib import Path
+
+    from faithbench.benchmark.core.errors import InputError
+    from faithbench.leaderboard.entry import Entry, read_entries
+    from faithbench.leaderboard.release import RELEASES, write_release
+
+    entries: dict[str, Entry] = {}
+    for folder in args.entries:
+        if not Path(folder).is_dir():
+            raise InputError(f"--entries {folder}: no such folder")
+        for e in read_entries(folder):
+            entries.setdefault(e.entry_id, e)
+    commands = []
+    if args.commands_file:
+        commands = [line.rstrip() for line in Path(args.commands_file).read_text().splitlines()
+                    if line.strip()]
+    out = Path(args.out) if args.out else RELEASES / args.version
+    files = write_release(list(entries.values()), out, args.version, commands=commands)
+    size = sum(f.stat().st_size for f in files)
+    print(f"release {args.version}: {len(entries)} entries, {size / 1024:.0f} KiB in "
+          f"{len(files)} files, in {out}")
+    return 0

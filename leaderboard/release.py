@@ -1,0 +1,164 @@
+"""Published releases: the reference results as summary files shipped with the package
+(``faithbench/leaderboard/releases/<version>/``), so a researcher sees where an
+explainer ranks without rerunning the references.
+
+A release holds, per suite, the ranked rows (mean, CI, n, seeds: ``Ranked``, with the
+explainer's cost per example), what each entry is (explainer spec, weights hashes,
+package versions, machine, run options) and the command that reproduces it — no
+per-example values, and no file over 1 MiB. ``faithbench release`` writes one from
+entry folders; ``faithbench leaderboard --published`` and ``faithbench site
+--published`` read it. The rows were computed on the machine that made the release:
+a user's own runs train their own checkpoints (weights differ across machines and
+thread counts), so their entries are another suite, shown beside the published rows
+and never ranked against them; ``rerun_command`` is the one command that reruns the
+references on the user's models, for a paired ``compare``.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from faithbench.benchmark.core.errors import InputError
+from faithbench.leaderboard.cost import COLUMNS as COST_COLUMNS
+from faithbench.leaderboard.cost import explain_costs
+from faithbench.leaderboard.entry import Entry
+from faithbench.leaderboard.rank import rank
+from faithbench.leaderboard.render import json_safe
+from faithbench.leaderboard.rows import Ranked
+
+RELEASES = Path(__file__).resolve().parent / "releases"
+MAX_BYTES = 1024 * 1024  # no file of a release over 1 MiB
+RANKED, ENTRIES, MANIFEST = "ranked.jsonl", "entries.jsonl", "manifest.json"
+
+
+@dataclass(frozen=True)
+class Release:
+    """A release as read back: its manifest, ranked rows, and entries' descriptions."""
+
+    path: Path
+    manifest: dict
+    rows: list[Ranked]
+    costs: dict[tuple[str, str], tuple[float | None, float | None]]  # (entry, task) -> cost
+    entries: dict[str, dict]  # entry id -> ``describe``'s dict
+
+    @property
+    def version(self) -> str:
+        return self.manifest["version"]
+
+
+def describe(e: Entry) -> dict:
+    """What a release keeps of an entry: no per-example values."""
+    per_task = {}
+    for task in sorted({r.task for r in e.results}):
+        recs = [r for r in e.results if r.task == task]
+        p = recs[0].provenance
+        per_task[task] = {
+            "checkpoints": sorted({r.provenance.checkpoint for r in recs}),
+            "data_fingerprint": p.data_fingerprint, "torch": p.torch,
+            "torch_threads": p.torch_threads, "python": p.python, "platform": p.platform,
+            "seeds": p.seeds, "run": p.run_options(),
+            "model_accuracy": sorted({json.dumps(r.provenance.model_accuracy, sort_keys=True)
+                                      for r in recs})}
+    keep = ("entry_id", "explainer", "explainer_name", "explainer_spec", "suite", "notes",
+            "submitter", "faithbench_versions", "git_commits")
+    return {**{k: e.header.get(k) for k in keep}, "tasks": per_task}
+
+
+def rerun_command(task: str, entries: list[dict]) -> str:
+    """The ``faithbench run`` that reruns these entries' explainers on ``task`` with the
+    published run's options (seeds, examples, data variant, model family), on the
+    user's own models: then ``compare`` pairs theirs with a reference on one suite."""
+    run = next((e["tasks"][task]["run"] for e in entries if e["tasks"][task]["run"]), None) or {}
+    seeds = sorted({s for e in entries for s in e["suite"][task]["model_seeds"]})
+    name = task.split("[")[0].split("@")[0]
+    parts = ["faithbench --threads 1 run", f"--tasks {name}", "--data-dir ../shared/data"]
+    for key, flag in (("variant", "--variant"), ("model", "--model"), ("split", "--split"),
+                      ("limit", "--limit"), ("sample", "--sample")):
+        if run.get(key) is not None:
+            parts.append(f"{flag} {run[key]}")
+    if run.get("sample") is not None:
+        parts.append(f"--sample-seed {run.get('sample_seed', 0)}")
+    parts.append("--seeds " + " ".join(map(str, seeds)))
+    ids = sorted({e["explainer"] for e in entries})  # full ids: the published parameters
+    parts.append("--explainers " + " ".join(shlex.quote(i) for i in ids))
+    parts.append("--out runs/references")
+    return " ".join(parts)
+
+
+def write_release(entries: list[Entry], out: Path, version: str, *,
+                  commands: list[str] | None = None) -> list[Path]:
+    """Write release ``version`` of ``entries`` into ``out``; the files written."""
+    if not entries:
+        raise InputError("a release needs at least one entry")
+    out.mkdir(parents=True, exist_ok=True)
+    rows = rank(entries)
+    costs = explain_costs(entries)
+    ranked = []
+    for r in rows:
+        c = costs.get((r.entry_id, r.task))
+        ranked.append({**r.as_dict(), **dict(zip(COST_COLUMNS, (c.seconds, c.forward_equivalents)
+                                                  if c else (None, None)))})
+    described = [describe(e) for e in entries]
+    suites = []
+    for task, suite in dict.fromkeys((r.task, r.suite) for r in rows):
+        ids = {r.entry_id for r in rows if (r.task, r.suite) == (task, suite)}
+        mine = [d for d in described if d["entry_id"] in ids]
+        suites.append({"task": task, "suite": suite, "entries": sorted(ids),
+                       "rerun": rerun_command(task, mine)})
+    manifest = {"version": version, "created_at": time.time(), "suites": suites,
+                "commands": commands or [],
+                "faithbench_versions": sorted({v for d in described
+                                               for v in d["faithbench_versions"] or []})}
+    files = {RANKED: "".join(json.dumps(json_safe(x), ensure_ascii=False) + "\n" for x in ranked),
+             ENTRIES: "".join(json.dumps(json_safe(d), ensure_ascii=False, sort_keys=True) + "\n"
+                              for d in described),
+             MANIFEST: json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"}
+    for name, text in files.items():
+        if len(text.encode()) > MAX_BYTES:
+            raise InputError(f"release file {name} would be {len(text.encode()):,} bytes, over "
+                             f"the {MAX_BYTES:,} a release file may hold; release fewer entries")
+    written = []
+    for name, text in files.items():
+        (out / name).write_text(text, encoding="utf-8")
+        written.append(out / name)
+    return written
+
+
+def read_release(path: Path | str | None = None) -> Release:
+    """A release folder (default: the newest shipped one), checked as it is read."""
+    folder = Path(path) if path is not None else latest()
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        names = {f.name for f in fields(Ranked)}
+        rows, costs = [], {}
+        for line, text in enumerate((folder / RANKED).read_text(encoding="utf-8").splitlines(), 1):
+            d = json.loads(text)
+            missing = names - d.keys()
+            if missing:
+                raise InputError(f"{folder / RANKED}, line {line}: missing {sorted(missing)}")
+            values: dict[str, Any] = {k: d[k] for k in names}
+            for k in ("mean", "ci_low", "ci_high", "seed_sd", "seed_min", "seed_max"):
+                values[k] = float("nan") if values[k] is None else float(values[k])
+            rows.append(Ranked(**values))
+            costs[(d["entry_id"], d["task"])] = tuple(d.get(c) for c in COST_COLUMNS)
+        entries = {d["entry_id"]: d for d in map(json.loads, (folder / ENTRIES).read_text(
+            encoding="utf-8").splitlines())}
+    except FileNotFoundError as exc:
+        raise InputError(f"not a faithbench release: {exc.filename} is missing") from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(f"release {folder}: not JSON ({exc})") from exc
+    return Release(folder, manifest, rows, costs, entries)
+
+
+def latest() -> Path:
+    """The newest release shipped with the package (versions compare as numbers)."""
+    found = sorted((p for p in RELEASES.glob("v*") if (p / MANIFEST).exists()),
+                   key=lambda p: [int(x) for x in p.name[1:].split(".") if x.isdigit()])
+    if not found:
+        raise InputError(f"no published release under {RELEASES}")
+    return found[-1]

@@ -1,0 +1,83 @@
+"""Published releases: summary files written from entries read back to the same ranked
+rows, shown beside a user's own entries (never ranked against them), and the release
+shipped with the package readable and within its size limit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from faithbench.benchmark.cli import main
+from faithbench.benchmark.core.errors import InputError
+from faithbench.leaderboard.cost import explain_costs
+from faithbench.leaderboard.entry import read_entries
+from faithbench.leaderboard.rank import rank
+from faithbench.leaderboard.release import MAX_BYTES, RELEASES, read_release, write_release
+
+FAST = ["--batch-size", "16", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory, isolated_cache):
+    out = tmp_path_factory.mktemp("release") / "res"
+    assert main(["run", "--out", str(out), "--explainers", "attention", "gradient", "--metrics",
+                 "comprehensiveness", "token_f1", "--limit", "40", *FAST]) == 0
+    return out / "leaderboard"
+
+
+def test_a_release_reads_back_to_the_ranked_rows_without_per_example_values(board, tmp_path):
+    entries = read_entries(board)
+    files = write_release(entries, tmp_path / "v9", "v9", commands=["faithbench run ..."])
+    assert sorted(f.name for f in files) == ["entries.jsonl", "manifest.json", "ranked.jsonl"]
+    release = read_release(tmp_path / "v9")
+    assert release.rows == rank(entries)  # every field, to the last bit
+    want = {k: (c.seconds, c.forward_equivalents) for k, c in explain_costs(entries).items()}
+    assert release.costs == want and all(s is not None for s, _ in want.values())
+    assert release.manifest["commands"] == ["faithbench run ..."]
+    [suite] = release.manifest["suites"]
+    assert "--limit 40" in suite["rerun"] and "--explainers attention@1 'gradient[norm=l2]@1'" in suite["rerun"]
+    text = "".join(f.read_text() for f in files)
+    ids = {row["id"] for e in entries for row in e.per_example}
+    assert not any(f'"{i}"' in text for i in ids)  # no per-example dump
+    assert all(f.stat().st_size < MAX_BYTES for f in files)
+
+
+def test_published_rows_sit_beside_yours_in_their_own_suites(board, tmp_path, capsys):
+    write_release(read_entries(board), tmp_path / "v9", "v9")
+    mine = tmp_path / "mine"
+    assert main(["run", "--out", str(mine), "--explainers", "random", "--metrics",
+                 "comprehensiveness", "--limit", "40", *FAST]) == 0
+    capsys.readouterr()
+    assert main(["leaderboard", "--published", str(tmp_path / "v9"), "--entries",
+                 str(mine / "leaderboard"), "--metric", "comprehensiveness"]) == 0
+    out = capsys.readouterr().out
+    assert "published v9: test split, first 40 examples" in out
+    assert "yours: test split, first 40 examples" in out  # same selection, its own suite
+    ranks = [line.split() for line in out.splitlines() if "comprehensiveness ↑" in line]
+    assert [r[r.index("↑") + 1] for r in ranks] == ["1", "2", "1"]  # random ranks alone
+    assert "faithbench --threads 1 run --tasks synthetic" in out
+    assert main(["leaderboard", "--published", str(tmp_path / "v9"), "--format", "json",
+                 "--entries", str(tmp_path / "none")]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 4  # 2 explainers x 2 metrics
+    assert main(["site", "--published", str(tmp_path / "v9"), "--entries",
+                 str(mine / "leaderboard"), "--out", str(tmp_path / "site")]) == 0
+    pages = {p.name: p.read_text() for p in (tmp_path / "site").glob("*.html")}
+    assert len(pages) == 3 and all("Published release v9" in t for t in pages.values())
+
+
+def test_a_broken_release_is_named(tmp_path):
+    (tmp_path / "manifest.json").write_text("{}")
+    with pytest.raises(InputError, match="ranked.jsonl is missing"):
+        read_release(tmp_path)
+
+
+def test_the_shipped_release_reads_and_keeps_its_limits():
+    shipped = sorted(p for p in RELEASES.glob("v*") if p.is_dir())
+    if not shipped:
+        pytest.skip("no release shipped yet")
+    release = read_release()
+    assert release.rows and release.manifest["version"] == shipped[-1].name
+    assert all(f.stat().st_size < MAX_BYTES for p in shipped for f in p.iterdir())
+    for suite in release.manifest["suites"]:
+        assert suite["rerun"].startswith("faithbench --threads 1 run")
