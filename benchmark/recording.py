@@ -68,6 +68,7 @@ def record(session: EvaluationSession, unit: Unit, explainer, metric, scored: Sc
         per_example_file=f"per_example/{unit.key}.jsonl",
         provenance=provenance(session, explainer=spec_dict(explainer.spec),
                               metric=dict(metric.spec.params),
+                              **explanations_file(session, explainer),
                               seeds={**session.seeds.as_dict(),
                                      "bootstrap": est.bootstrap_seed}),
         timing=Timing(explain_s=explained.seconds, metric_s=scored.seconds,
@@ -83,7 +84,17 @@ def record(session: EvaluationSession, unit: Unit, explainer, metric, scored: Sc
     )
 
 
+def explanations_file(session: EvaluationSession, explainer) -> dict:
+    """``{"explanations": path}``: the cached explanations the unit scored, relative to
+    the run's folder (the site's example explorer reads them); none off a split."""
+    if session.split is None:
+        return {}
+    path = session.explanations_path(explainer)
+    return {"explanations": str(path.relative_to(session.config.out))}
+
+
 def spec_dict(spec) -> dict:
     return {"id": spec.id, "name": spec.name, "version": spec.version,
             "requires": sorted(spec.requires), "params": dict(spec.params),
-            "deterministic": spec.deterministic, "citation": spec.citation}
+            "deterministic": spec.deterministic, "citation": spec.citation,
+            "description": getattr(spec, "description", ""), "cost": getattr(spec, "cost", "")}

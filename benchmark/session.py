@@ -185,6 +185,10 @@ class EvaluationSession:
         machine) into this session's explanation cache."""
         self._cache().put(explainer, self.examples, explained)
 
+    def explanations_path(self, explainer: Explainer) -> Path:
+        """Where the explainer's explanations of the session's split are cached."""
+        return self._cache().path(explainer)
+
     def _cache(self) -> ExplanationCache:
         assert self.split is not None  # only a split's explanations are cached
         return ExplanationCache(Path(self.config.out), self.prepared, self.seed,

@@ -39,6 +39,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; } tr.best td { f
 .card { border: 1px solid #ddd; border-radius: 4px; padding: .5em .8em; margin: .5em 0; }
 .note { color: #555; font-size: .9em; } code, pre { font-size: .85em; background: #f6f6f6; }
 pre { padding: .5em; overflow-x: auto; } svg { max-width: 100%; height: auto; }
+.tok { padding: 0 .15em; border-radius: 2px; } table.explorer th { white-space: nowrap; }
 """
 
 JS = """
@@ -76,17 +77,37 @@ def suite_slug(task: str, suite: str) -> str:
 
 
 def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = None,
-               command: str | None = None) -> list[Path]:
-    """Write the site of ``entries`` into ``out``; the pages written (index first)."""
+               command: str | None = None, examples: int = 5) -> list[Path]:
+    """Write the site of ``entries`` into ``out``; the pages written (index first).
+    ``examples``: how many test examples each suite page's explorer shows."""
     costs = {k: (c.seconds, c.forward_equivalents) for k, c in explain_costs(entries).items()}
     return build_site_of_rows(rank(entries) if entries else [],
                               {e.entry_id: describe(e) for e in entries}, costs, out,
-                              sources=sources, command=command)
+                              sources=sources, command=command,
+                              explained={e.entry_id: explanations(e) for e in entries},
+                              examples=examples)
+
+
+def explanations(e: Entry) -> dict[str, list[dict]]:
+    """task -> the rows (id, tokens, scores, target) of the explanations the entry's
+    first model seed scored, read from its run folder (the entry's ``leaderboard/``
+    sits in it); a task whose file is gone or was not recorded has none."""
+    out: dict[str, list[dict]] = {}
+    for r in sorted(e.results, key=lambda r: r.model_seed):
+        rel = (r.provenance.config or {}).get("explanations")
+        if r.task in out or not rel:
+            continue
+        path = e.path.parent.parent / rel
+        if path.is_file():
+            out[r.task] = [json.loads(line) for line in path.read_text().splitlines()]
+    return out
 
 
 def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: dict, out: Path,
                        *, sources: list[str] | None = None, command: str | None = None,
-                       published: str | None = None) -> list[Path]:
+                       published: str | None = None,
+                       explained: dict[str, dict[str, list[dict]]] | None = None,
+                       examples: int = 0) -> list[Path]:
     """The site of ranked rows (``rank``'s, or a release's), with each entry's
     ``release.describe`` and its cost per example ((entry, task) -> (seconds,
     forward-equivalents)); ``published``: the release's version, named on every page."""
@@ -99,8 +120,9 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
     written = [out / "index.html"]
     for (task, suite), mine in suites.items():
         path = out / f"{suite_slug(task, suite)}.html"
-        path.write_text(suite_page(task, suite, mine, described, costs, published),
-                        encoding="utf-8")
+        page_text = suite_page(task, suite, mine, described, costs, published,
+                               explorer(task, mine, explained or {}, examples))
+        path.write_text(page_text, encoding="utf-8")
         written.append(path)
     written[0].write_text(index_page(suites, sources or [], command, published),
                           encoding="utf-8")
@@ -150,7 +172,7 @@ def provenance_of_build(sources: list[str], command: str | None) -> str:
 
 
 def suite_page(task: str, suite: str, rows: list[Ranked], described: dict, costs: dict,
-               published: str | None = None) -> str:
+               published: str | None = None, examples_html: str = "") -> str:
     metrics = list(dict.fromkeys(r.metric for r in rows))  # rank's order: family, then metric
     metrics.sort(key=lambda m: not m.startswith("comprehensiveness"))  # the headline first
     by_metric = {m: [r for r in rows if r.metric == m] for m in metrics}
@@ -170,6 +192,7 @@ def suite_page(task: str, suite: str, rows: list[Ranked], described: dict, costs
                      f"<figure>{plots.forest(ranked, ranked[0].metric_name)}</figure>"
                      f"{ranking_table(ranked)}<p class=\"note\">{OVERLAP_NOTE}</p></section>")
     parts += scatters(rows, costs)
+    parts.append(examples_html)
     entries = [described[e] for e in dict.fromkeys(r.entry_id for r in rows)]
     parts.append("<h2>Explainers</h2>" + "".join(explainer_card(e) for e in entries))
     parts.append("<h2>Metrics</h2>" + "".join(metric_card(m, by_metric[m][0]) for m in metrics))
@@ -179,6 +202,49 @@ def suite_page(task: str, suite: str, rows: list[Ranked], described: dict, costs
                      "models, then submit yours into the same folder and compare (one "
                      f"suite):</p><pre>{esc(rerun_command(task, entries))}</pre>")
     return page(f"{task}: {suite}", "\n".join(parts))
+
+
+def explorer(task: str, rows: list[Ranked], explained: dict, count: int) -> str:
+    """The first ``count`` examples every entry of the suite explained: per example the
+    model's target, then each explainer's token scores as a heatmap (blue positive, red
+    negative, each row scaled by its largest magnitude), best explainer first."""
+    order = [r for r in rows if r.metric == rows[0].metric]  # the first tab's ranking
+    found = {r.entry_id: {x["id"]: x for x in explained.get(r.entry_id, {}).get(task, [])}
+             for r in order}
+    if count <= 0 or not order or not all(found.values()):
+        return ""
+    first = next(iter(found.values()))
+    ids = [i for i in first if all(i in f for f in found.values())][:count]
+    parts = ["<h2>Examples</h2><p class=\"note\">The first test examples every explainer "
+             "here explained (model seed " + esc(min(order[0].model_seeds)) + "), each "
+             "explainer's scores scaled by its largest magnitude: blue raises the target "
+             "class, red lowers it.</p>"]
+    for i in ids:
+        target = first[i].get("target")
+        parts.append(f"<h3>{esc(i)} <span class=\"note\">target class {esc(target)}</span>"
+                     "</h3><table class=\"explorer\">")
+        for r in order:
+            x = found[r.entry_id][i]
+            parts.append(f"<tr><th>{esc(r.explainer_name)}</th><td>"
+                         + heat(x["tokens"], x["scores"]) + "</td></tr>")
+        parts.append("</table>")
+    return "\n".join(parts)
+
+
+def heat(tokens: list[str], scores: list[float]) -> str:
+    """Tokens as spans whose background shows their score.
+
+    >>> heat(["a", "<b>"], [1.0, -0.5])
+    '<span class="tok" style="background:rgba(31,111,178,1.00)" title="1">a</span> \
+<span class="tok" style="background:rgba(200,40,40,0.50)" title="-0.5">&lt;b&gt;</span>'
+    """
+    top = max((abs(s) for s in scores), default=0.0) or 1.0
+    spans = []
+    for t, s in zip(tokens, scores):
+        rgb = "31,111,178" if s >= 0 else "200,40,40"
+        spans.append(f'<span class="tok" style="background:rgba({rgb},{abs(s) / top:.2f})" '
+                     f'title="{s:.4g}">{esc(t)}</span>')
+    return " ".join(spans)
 
 
 def ranking_table(rows: list[Ranked]) -> str:

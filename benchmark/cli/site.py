@@ -18,6 +18,9 @@ def add_arguments(p) -> None:
     p.add_argument("--entries", nargs="+", default=[f"{DEFAULT_OUT}/leaderboard"],
                    help="entry folders (several are merged; an entry in two is shown once)")
     p.add_argument("--out", required=True, help="folder to write the site into")
+    p.add_argument("--examples", type=int, default=5,
+                   help="test examples each suite page shows with every explainer's token "
+                   "scores (read from the run folders' explanations; 0: none)")
     p.add_argument("--published", nargs="?", const="", default=None, metavar="RELEASE",
                    help="the site of the published reference results (or a release "
                    "folder), with your --entries beside them where given")
@@ -43,7 +46,7 @@ def main(args) -> int:
         raise InputError(f"no leaderboard entries under {', '.join(args.entries)}; "
                          "`faithbench run` or `faithbench submit` writes them")
     pages = build_site(list(entries.values()), Path(args.out), sources=args.entries,
-                       command=command)
+                       command=command, examples=args.examples)
     print(f"wrote {len(pages)} pages ({len(entries)} entries) to {args.out}; "
           f"open {Path(args.out) / 'index.html'}")
     return 0
