@@ -217,8 +217,8 @@ def explorer(task: str, rows: list[Ranked], explained: dict, count: int) -> str:
     ids = [i for i in first if all(i in f for f in found.values())][:count]
     parts = ["<h2>Examples</h2><p class=\"note\">The first test examples every explainer "
              "here explained (model seed " + esc(min(order[0].model_seeds)) + "), each "
-             "explainer's scores scaled by its largest magnitude: blue raises the target "
-             "class, red lowers it.</p>"]
+             "explainer's scores scaled by its largest magnitude: blue positive, red negative "
+             "(for a signed explainer: raises or lowers the target class's score).</p>"]
     for i in ids:
         target = first[i].get("target")
         parts.append(f"<h3>{esc(i)} <span class=\"note\">target class {esc(target)}</span>"
