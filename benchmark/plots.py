@@ -64,3 +64,28 @@ def scatter(points: list[tuple[str, float, float]], x_label: str, y_label: str,
     ax.grid(color="#dddddd")
     ax.set_axisbelow(True)
     return _svg(fig)
+
+
+def curves(x: list[float], lines: dict[str, list[tuple[float, float, float] | None]],
+           y_label: str, title: str) -> str:
+    """Curves over the masking ratio, each a line through its means with its CI as a
+    band ((mean, low, high) per ratio; None: a point not measured)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.8))
+    for name, points in lines.items():
+        xs = [k for k, p in zip(x, points) if p is not None]
+        got = [p for p in points if p is not None]
+        if not got:
+            continue
+        style = {"linestyle": "--", "color": "#777777"} if name == "random" else {}
+        line, = ax.plot([100 * k for k in xs], [p[0] for p in got], marker="o",
+                        markersize=3, label=name, **style)
+        ax.fill_between([100 * k for k in xs], [p[1] for p in got], [p[2] for p in got],
+                        color=line.get_color(), alpha=0.15, linewidth=0)
+    ax.set_xlabel("tokens masked in training and test (%)")
+    ax.set_ylabel(y_label)
+    ax.set_title(title, fontsize=9, loc="left")
+    ax.grid(color="#dddddd")
+    ax.set_axisbelow(True)
+    ax.legend(fontsize=8, frameon=False)
+    return _svg(fig)

@@ -62,12 +62,15 @@ def _matrix(rows: list[RoarRow]) -> np.ndarray:
     return np.array([r.correct for r in sorted(rows, key=lambda r: r.seed)], dtype=float)
 
 
-def _curve_table(rows: list[RoarRow], kind: str, fmt: str) -> str | None:
-    """One row per mask: accuracy at each ratio, and RACU against the random curve
-    (random masking is the same for both kinds: it has no explainer to recur on)."""
+def curve_matrices(rows: list[RoarRow], kind: str
+                   ) -> tuple[list[float], list[int], dict[str, list[np.ndarray | None]]]:
+    """(ratios with 0 and 1, seeds, mask -> per ratio the (seeds, examples) correctness
+    or None where a seed is missing) of the ``kind`` curves, the random mask first
+    (taken from the "roar" rows: random masking has no explainer to recur on); the 0 %
+    and 100 % points are the clean and the all-masked models, shared by every curve."""
     own = {(r.mask, r.ratio, r.seed): r for r in rows if r.kind == kind}
     if not own:
-        return None
+        return [], [], {}
     roar = {(r.mask, r.ratio, r.seed): r for r in rows if r.kind == "roar"}
     ratios = _ratios(own.values())
     seeds = sorted({s for _, _, s in own})
@@ -83,17 +86,28 @@ def _curve_table(rows: list[RoarRow], kind: str, fmt: str) -> str | None:
             out.append(_matrix(found) if len(found) == len(got) else None)
         return out
 
+    return ([0.0, *ratios, 1.0], seeds,
+            {mask: curve(roar if mask == RANDOM else own, mask) for mask in masks})
+
+
+def _curve_table(rows: list[RoarRow], kind: str, fmt: str) -> str | None:
+    """One row per mask: accuracy at each ratio, and RACU against the random curve
+    (random masking is the same for both kinds: it has no explainer to recur on)."""
+    x, seeds, curves = curve_matrices(rows, kind)
+    if not curves:
+        return None
+    own = [r for r in rows if r.kind == kind]
+    ratios = x[1:-1]
+
     def cell(e) -> str:
         return f"{e.mean:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}]"
 
-    random_curve = curve(roar, RANDOM)
+    random_curve = curves[RANDOM]
     table = []
-    for mask in masks:
-        points = curve(roar if mask == RANDOM else own, mask)
+    for mask, points in curves.items():
         cells = ["" if m is None else cell(seed_estimate(m)) for m in points[1:-1]]
         area = ""
         if mask != RANDOM and all(m is not None for m in points + random_curve):
-            x = [0.0, *ratios, 1.0]
             r, e = np.asarray(random_curve), np.asarray(points)  # (P, S, N)
             defined = all(np.isfinite(racu(x, r[:, s].mean(1), e[:, s].mean(1)))
                           for s in range(r.shape[1]))
@@ -102,8 +116,7 @@ def _curve_table(rows: list[RoarRow], kind: str, fmt: str) -> str | None:
     footer = [f"{label}: {cell(seed_estimate(m))}" for label, m in
               (("0% (original models)", random_curve[0]), ("100% (all masked)", random_curve[-1]))
               if m is not None]
-    footer.append(f"seeds {', '.join(map(str, seeds))}; "
-                  f"n = {next(iter(own.values())).n} test examples")
+    footer.append(f"seeds {', '.join(map(str, seeds))}; n = {own[0].n} test examples")
     footer.append("RACU: Madsen et al.'s relative area between curves of each seed "
                   "(on accuracy, unclipped), mean over seeds [95% CI: t over seeds + "
                   "example variance]")

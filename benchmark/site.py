@@ -77,7 +77,8 @@ def suite_slug(task: str, suite: str) -> str:
 
 
 def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = None,
-               command: str | None = None, examples: int = 5) -> list[Path]:
+               command: str | None = None, examples: int = 5,
+               roar: list | None = None) -> list[Path]:
     """Write the site of ``entries`` into ``out``; the pages written (index first).
     ``examples``: how many test examples each suite page's explorer shows."""
     costs = {k: (c.seconds, c.forward_equivalents) for k, c in explain_costs(entries).items()}
@@ -85,7 +86,7 @@ def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = N
                               {e.entry_id: describe(e) for e in entries}, costs, out,
                               sources=sources, command=command,
                               explained={e.entry_id: explanations(e) for e in entries},
-                              examples=examples)
+                              examples=examples, roar=roar)
 
 
 def explanations(e: Entry) -> dict[str, list[dict]]:
@@ -107,7 +108,7 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
                        *, sources: list[str] | None = None, command: str | None = None,
                        published: str | None = None,
                        explained: dict[str, dict[str, list[dict]]] | None = None,
-                       examples: int = 0) -> list[Path]:
+                       examples: int = 0, roar: list | None = None) -> list[Path]:
     """The site of ranked rows (``rank``'s, or a release's), with each entry's
     ``release.describe`` and its cost per example ((entry, task) -> (seconds,
     forward-equivalents)); ``published``: the release's version, named on every page."""
@@ -124,9 +125,44 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
                                explorer(task, mine, explained or {}, examples))
         path.write_text(page_text, encoding="utf-8")
         written.append(path)
-    written[0].write_text(index_page(suites, sources or [], command, published),
+    if roar:
+        (out / "roar.html").write_text(roar_page(roar), encoding="utf-8")
+        written.append(out / "roar.html")
+    written[0].write_text(index_page(suites, sources or [], command, published, bool(roar)),
                           encoding="utf-8")
     return written
+
+
+def roar_page(rows: list) -> str:
+    """The ROAR sweep of ``rows`` (``RoarRow``): per task and curve kind, accuracy of
+    the retrained models against the masking ratio with 95 % CI bands, then the full
+    report (RACU, the shift diagnostics, the leakage check) as ``faithbench roar``
+    prints it."""
+    from faithbench.benchmark.core.stats import seed_estimate
+    from faithbench.benchmark.roar_report import curve_matrices, report
+
+    parts = ["<p><a href=\"index.html\">all suites</a></p><h1>ROAR: remove and retrain</h1>",
+             ("<p>Each curve: the accuracy of models retrained and tested with the "
+             "explainer's top tokens masked, mean and 95% CI over seeds and examples; the "
+             "dashed line is random masking. Lower is more faithful: the explainer found "
+             "tokens the task needs. The report below has RACU, whether the masking "
+             "shifts the inputs out of distribution, and whether the mask pattern alone "
+             "leaks the label.</p>")]
+    for task in dict.fromkeys(r.task for r in rows):
+        mine = [r for r in rows if r.task == task]
+        for kind, title in (("roar", "ROAR"), ("recursive", "Recursive ROAR")):
+            x, _, found = curve_matrices(mine, kind)
+            if not found:
+                continue
+            lines = {}
+            for mask, points in found.items():
+                est = [None if m is None else seed_estimate(m) for m in points]
+                lines[mask] = [None if e is None else (e.mean, e.ci_low, e.ci_high) for e in est]
+            parts.append(f"<h2>{esc(title)} on {esc(task)}</h2><figure>"
+                         + plots.curves(x, lines, "accuracy of the retrained model",
+                                        f"{title}, {task}") + "</figure>")
+    parts.append(f"<h2>Report</h2><pre>{esc(report(rows, fmt='simple'))}</pre>")
+    return page("ROAR", "\n".join(parts))
 
 
 def published_note(published: str | None) -> str:
@@ -139,7 +175,7 @@ def published_note(published: str | None) -> str:
 
 
 def index_page(suites: dict, sources: list[str], command: str | None,
-               published: str | None = None) -> str:
+               published: str | None = None, roar: bool = False) -> str:
     lines = ["<h1>faithbench leaderboard</h1>", published_note(published),
              ("<p>Does an explanation point at the tokens the model relied on? Each suite "
               "ranks explainers scored on the same model checkpoints and examples; entries "
@@ -157,6 +193,9 @@ def index_page(suites: dict, sources: list[str], command: str | None,
                          f"</td><td>{esc(suite)}</td><td class=\"num\">{len(explainers)}</td>"
                          f"<td>{esc(', '.join(metrics))}</td><td class=\"num\">{n}</td></tr>")
         lines.append("</table>")
+    if roar:
+        lines.append("<p><a href=\"roar.html\">ROAR: remove and retrain</a> (curves with "
+                     "CI bands, RACU, shift and leakage diagnostics)</p>")
     lines.append(provenance_of_build(sources, command))
     return page("faithbench leaderboard", "\n".join(lines))
 

@@ -7,6 +7,7 @@ test is skipped with the reason, except under CI=true, where it fails."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -97,3 +98,40 @@ def test_every_page_renders_with_every_row_and_figure(site, tmp_path):
 def test_site_refuses_a_missing_folder(tmp_path, capsys):
     assert main(["site", "--entries", str(tmp_path / "nope"), "--out", str(tmp_path / "s")]) == 2
     assert "no such folder" in capsys.readouterr().err
+
+
+def _roar_rows():
+    """A ROAR sweep of two seeds: random masking and one explainer's, at 50 %, with the
+    clean (0 %) and all-masked (100 %) models (a hand-made rows.jsonl)."""
+    from faithbench.benchmark.core.records import RoarRow
+
+    def row(mask, ratio, seed, correct):
+        return RoarRow(kind="roar", task="synthetic@1", mask=mask, ratio=ratio, seed=seed,
+                       correct=correct, accuracy=sum(correct) / len(correct), majority=0.5,
+                       n=len(correct), key=f"{mask}-{ratio}-{seed}", transform=None,
+                       checkpoint="c", original_checkpoint="o", split="test",
+                       validation_accuracy=None, train_s=None, epochs=1)
+    out = []
+    for seed in (0, 1):
+        out += [row("none", 0.0, seed, [1] * 9 + [0]), row("all", 1.0, seed, [1] * 5 + [0] * 5),
+                row("random", 0.5, seed, [1] * 8 + [0] * 2),
+                row("attention@1", 0.5, seed, [1] * (6 + seed) + [0] * (4 - seed))]
+    return out
+
+
+def test_roar_page_draws_the_curves_and_the_report(tmp_path):
+    rows = tmp_path / "sweep" / "roar" / "rows.jsonl"
+    rows.parent.mkdir(parents=True)
+    rows.write_text("".join(json.dumps(r.as_dict()) + "\n" for r in _roar_rows()))
+    assert main(["site", "--roar", str(tmp_path / "nowhere"), "--out", str(tmp_path / "s")]) == 2
+    assert main(["site", "--roar", str(tmp_path / "sweep"), "--out", str(tmp_path / "s")]) == 0
+    index = (tmp_path / "s" / "index.html").read_text()
+    assert 'href="roar.html"' in index
+    dom, console = render(tmp_path / "s" / "roar.html", tmp_path / "roar.png")
+    assert console == []
+    assert dom.count("<figure><svg") == 1  # one task, ROAR curves only (no recursive)
+    assert "attention@1" in dom and "random" in dom and "RACU" in dom
+    # the 50 % cells by hand: random 0.8 on both seeds (no seed spread), so the CI is the
+    # example part alone: 0.8 ± t(9) · sqrt(0.8 · 0.2 · 10/9 / 10) = 0.8 ± 2.262 · 0.1333;
+    # attention: seeds 0.6 and 0.7, mean 0.65
+    assert "0.800 [0.498, 1.102]" in dom and "0.650 [" in dom

@@ -15,12 +15,16 @@ EPILOG = """examples:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--entries", nargs="+", default=[f"{DEFAULT_OUT}/leaderboard"],
-                   help="entry folders (several are merged; an entry in two is shown once)")
+    p.add_argument("--entries", nargs="+", default=None,
+                   help="entry folders (several are merged; an entry in two is shown once; "
+                   f"default: {DEFAULT_OUT}/leaderboard where it exists)")
     p.add_argument("--out", required=True, help="folder to write the site into")
     p.add_argument("--examples", type=int, default=5,
                    help="test examples each suite page shows with every explainer's token "
                    "scores (read from the run folders' explanations; 0: none)")
+    p.add_argument("--roar", nargs="+", default=[], metavar="ROWS",
+                   help="ROAR sweeps to draw: rows.jsonl files, or the folders holding "
+                   "them (`faithbench roar --out DIR` writes DIR/roar/rows.jsonl)")
     p.add_argument("--published", nargs="?", const="", default=None, metavar="RELEASE",
                    help="the site of the published reference results (or a release "
                    "folder), with your --entries beside them where given")
@@ -35,6 +39,9 @@ def main(args) -> int:
 
     command = "faithbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     entries: dict[str, Entry] = {}
+    if args.entries is None:
+        default = Path(f"{DEFAULT_OUT}/leaderboard")
+        args.entries = [str(default)] if default.is_dir() or not args.roar else []
     if args.published is not None:
         return _published(args, command)
     for folder in args.entries:
@@ -42,11 +49,11 @@ def main(args) -> int:
             raise InputError(f"--entries {folder}: no such folder")
         for e in read_entries(folder):
             entries.setdefault(e.entry_id, e)
-    if not entries:
-        raise InputError(f"no leaderboard entries under {', '.join(args.entries)}; "
+    if not entries and not args.roar:
+        raise InputError(f"no leaderboard entries under {', '.join(args.entries) or '-'}; "
                          "`faithbench run` or `faithbench submit` writes them")
     pages = build_site(list(entries.values()), Path(args.out), sources=args.entries,
-                       command=command, examples=args.examples)
+                       command=command, examples=args.examples, roar=roar_rows(args.roar))
     print(f"wrote {len(pages)} pages ({len(entries)} entries) to {args.out}; "
           f"open {Path(args.out) / 'index.html'}")
     return 0
@@ -78,3 +85,20 @@ def _published(args, command: str) -> int:
     print(f"wrote {len(pages)} pages (release {release.version}) to {args.out}; "
           f"open {Path(args.out) / 'index.html'}")
     return 0
+
+
+def roar_rows(paths: list[str]) -> list:
+    """The ROAR rows of files or folders (DIR/rows.jsonl or DIR/roar/rows.jsonl)."""
+    from pathlib import Path
+
+    from faithbench.benchmark.core.errors import InputError
+    from faithbench.benchmark.core.records import read_roar_rows
+
+    rows = []
+    for given in map(Path, paths):
+        found = next((p for p in (given, given / "rows.jsonl", given / "roar" / "rows.jsonl")
+                      if p.is_file()), None)
+        if found is None:
+            raise InputError(f"--roar {given}: no rows.jsonl there (nor in {given}/roar)")
+        rows += read_roar_rows(found)
+    return rows
