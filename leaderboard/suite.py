@@ -250,23 +250,24 @@ def require_same_suite(a, b, task: str) -> None:
 
 
 def suite_label(suite: dict) -> str:
-    """One task's suite (``derive_suite``'s dict) in words, for a table's caption.
+    """One task's suite (``derive_suite``'s dict) in words, for a table's caption. No
+    count: n differs between metrics of one suite (sentences for AER, target words for
+    erasure), and each row shows its own.
 
     >>> suite_label({"split": "test", "examples": "first 300", "model_seeds": [0, 1, 2],
     ...              "checkpoints": ["a", "b", "c"], "n": 300})
     'test split, first 300 examples, model seeds 0 1 2'
     >>> suite_label({"split": "test", "model_seeds": [0], "checkpoints": ["model-free"],
     ...              "n": 447})
-    'test split, 447 examples, no model (scored from a file)'
+    'test split, no model (scored from a file)'
     """
     examples = suite.get("examples")
-    chosen = (f"{suite['n']} examples" if examples is None
-              else f"all {suite['n']} examples" if examples == "all" else f"{examples} examples")
+    chosen = [] if examples is None else [f"{examples} examples"]
     if MODEL_FREE in suite["checkpoints"]:
         models = "no model (scored from a file)"
     else:
         models = "model seeds " + " ".join(map(str, suite["model_seeds"]))
-    return f"{suite['split']} split, {chosen}, {models}"
+    return ", ".join([f"{suite['split']} split", *chosen, models])
 
 
 def by_suite(entries: list, task: str) -> list[list]:

@@ -569,7 +569,7 @@ def hand_row(**kw):
         "metric_name": "comp",
         "direction": "higher",
         "rank": 1,
-        "suite": "test split, all 200 examples, model seeds 0",
+        "suite": "test split, all examples, model seeds 0",
         "overlaps_above": False,
         "entry_id": "e1",
         "explainer": ATT,
@@ -615,7 +615,7 @@ def test_render_markdown_cells():
     assert lines[0].startswith("| task") and "mean [95% CI]" in lines[0]
     assert re.fullmatch(r"\|(-+\|)+", lines[1])
     assert "comprehensiveness ↑" in lines[2] and "| 200 |" in lines[2]
-    assert lines[-5] == f"{TASK}: test split, all 200 examples, model seeds 0"  # the suite
+    assert lines[-5] == f"{TASK}: test split, all examples, model seeds 0"  # the suite
     assert lines[-3] == "≈: its CI overlaps that of the entry listed just above it."
     assert lines[-1] == OVERLAP_IS_NO_TEST
     assert "entry" not in lines[0]  # a publication format: no machine-local entry ids
@@ -725,7 +725,7 @@ def test_render_matrix(board):
     body = [line.split()[0] for line in lines[2:5]]
     assert body == [ATT, GRAD, OCC]  # by comprehensiveness, ties by explainer id
     assert "0.125 [0.125, 0.125]" in lines[4] and lines[4].rstrip().endswith("—")
-    assert lines[-3] == (f"{TASK} (validation split, 4 examples, model seeds 0); sorted by "
+    assert lines[-3] == (f"{TASK} (validation split, model seeds 0); sorted by "
                          "comprehensiveness ↑; cells: mean [95% CI]")
     assert lines[-1] == OVERLAP_IS_NO_TEST
     md = render_matrix(entries, TASK, "markdown", sort_by="sufficiency", family="faithfulness")
@@ -750,7 +750,7 @@ def test_render_matrix_with_seeds(tmp_path):
     lines = render_matrix(read_entries(tmp_path), TASK, "markdown").splitlines()
     assert lines[2].startswith(f"| {ATT} ") and " s 2.000–4.000 |" in lines[2]
     assert " 1.000 [1.000, 1.000] s 1.000–1.000 |" in lines[3]
-    assert lines[-5] == (f"{TASK} (validation split, 3 examples, model seeds 0 1); sorted by "
+    assert lines[-5] == (f"{TASK} (validation split, model seeds 0 1); sorted by "
                          "comprehensiveness ↑; cells: mean [95% CI] s min–max")
     assert lines[-3].endswith("s: range of the per-seed means over 2 seeds")
     assert lines[-1] == OVERLAP_IS_NO_TEST
@@ -815,7 +815,7 @@ def test_entries_on_other_examples_are_another_suite(tmp_path):
     # to rank them apart (each first in its own suite), and to refuse comparing them
     rows = rank([full, first, drawn])
     assert [(r.explainer, r.rank, r.suite) for r in rows] == [
-        (ATT, 1, "validation split, all 4 examples, model seeds 0"),
+        (ATT, 1, "validation split, all examples, model seeds 0"),
         (OCC, 1, "validation split, first 4 examples, model seeds 0"),
         (GRAD, 1, "validation split, random 4 (seed 3) examples, model seeds 0")]
     with pytest.raises(InputError, match="examples 'first 4' vs 'random 4 \\(seed 3\\)'"):
@@ -862,7 +862,7 @@ def test_compare_names_resolve_within_the_suite(tmp_path):
         find_pair(entries, "attention", "gradient")
     for e in (full_a, quick_a, full_g, quick_g):
         assert e.entry_id[:8] in str(err.value)
-    assert "first 3 examples" in str(err.value) and "all 4 examples" in str(err.value)
+    assert "first 3 examples" in str(err.value) and "all examples" in str(err.value)
     pair = find_pair(entries, quick_a.entry_id[:8], "gradient")  # an id settles it
     assert pair[1].entry_id == quick_g.entry_id
     with pytest.raises(InputError, match="not scored on the same suite"):
@@ -877,7 +877,7 @@ def test_latex_sets_the_best_and_its_ties_in_bold_and_names_the_suite(board):
     tex = render_matrix(read_entries(board), TASK, "latex")
     lines = tex.splitlines()
     assert lines[:2] == [r"\begin{table}", r"\centering"] and r"\toprule" in lines
-    assert r"(validation split, 4 examples, model seeds 0)" in lines[2]
+    assert r"(validation split, model seeds 0)" in lines[2]
     assert lines[2].startswith(r"\caption{sentiment@1")
     body = {line.split(" & ")[0]: line.split(" & ") for line in lines
             if line.endswith(r"\\") and "@" in line.split(" & ")[0]}
@@ -895,9 +895,22 @@ def test_json_is_one_document_with_every_field_at_full_precision(board, capsys):
     got = json.loads(render_leaderboard(rows, "json"))
     assert [g["entry_id"] for g in got] == [r.entry_id for r in rows]
     assert [g["mean"] for g in got] == [r.mean for r in rows]  # no rounding
-    assert {g["suite"] for g in got} == {"validation split, 4 examples, model seeds 0"}
+    assert {g["suite"] for g in got} == {"validation split, model seeds 0"}
     assert json.loads(render_leaderboard([hand_row(ci_low=float("nan"))], "json"))[0][
         "ci_low"] is None
     from faithbench.benchmark.cli import main
     assert main(["leaderboard", "--entries", str(board), "--wide", "--format", "json"]) == 0
     assert len(json.loads(capsys.readouterr().out)) == len(rows)  # one document
+
+
+def test_metrics_of_other_n_in_one_suite_make_one_table(tmp_path):
+    """Hansards: AER counts sentences (447), erasure counts target words (7,020). An
+    entry with both and one with AER alone are one suite; the label once carried the
+    entry's largest n, split the suite into two tables, and the AER column vanished
+    from one of them."""
+    from faithbench.leaderboard.rank import matrices
+    both = make_entry(tmp_path, ATT, {COMP: [0.5] * 4, SUFF: [0.25] * 2})
+    one = make_entry(tmp_path, GRAD, {SUFF: [0.75] * 2})
+    for order in ([both, one], [one, both]):
+        [table] = matrices(order, TASK)
+        assert table.metrics == [COMP, SUFF] and set(table.explainers.values()) == {ATT, GRAD}
