@@ -916,11 +916,13 @@ def test_metrics_of_other_n_in_one_suite_make_one_table(tmp_path):
         assert table.metrics == [COMP, SUFF] and set(table.explainers.values()) == {ATT, GRAD}
 
 
-def test_wide_metric_sorts_by_the_named_metrics_default_parameters(tmp_path, capsys):
+def test_wide_metric_sorts_by_the_named_metrics_default_parameters(tmp_path, capsys,
+                                                                   monkeypatch):
     """`--wide --metric aer` beside an `aer[links=threshold;...]` column failed ("matches
     2"); a registered name means its default parameters."""
     from faithbench.benchmark.cli import main
     masked = COMP.replace("eraser=delete", "eraser=mask")
+    monkeypatch.setitem(DIRECTION, masked, "higher")
     make_entry(tmp_path, ATT, {COMP: [0.5] * 3, masked: [0.9] * 3})
     make_entry(tmp_path, GRAD, {COMP: [0.7] * 3, masked: [0.1] * 3})
     assert main(["leaderboard", "--entries", str(tmp_path), "--wide", "--format", "markdown",
