@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from faithbench.benchmark import plots
@@ -32,7 +32,7 @@ CSS = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 980px; padding: 1em; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; } h3 { font-size: 1.05em; }
 table { border-collapse: collapse; margin: .6em 0; } td, th { padding: .2em .6em; border-bottom: 1px solid #ddd; text-align: left; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; } tr.best td { font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; } tr.best td { font-weight: 600; }
 .tabs button { border: 1px solid #bbb; background: #f4f4f4; padding: .3em .7em; margin: 0 .2em .2em 0; cursor: pointer; }
 .tabs button.active { background: #1f6fb2; color: white; border-color: #1f6fb2; }
 .tab { display: none; } .tab.active { display: block; }
@@ -218,10 +218,13 @@ def suite_page(task: str, suite: str, rows: list[Ranked], described: dict, costs
     parts = [f"<p><a href=\"index.html\">all suites</a></p><h1>{esc(task)}</h1>",
              f"<p>{esc(suite)}</p>", published_note(published), "<h2>Rankings</h2>"]
     group = "metrics"
+    short = Counter(by_metric[m][0].metric_name for m in metrics)  # variants: full ids
+    labels = {m: by_metric[m][0].metric_name if short[by_metric[m][0].metric_name] == 1
+              else m.rsplit("@", 1)[0] for m in metrics}
     active_class = ' class="active"'
     parts.append(f"<div class=\"tabs\" data-group=\"{group}\">" + "".join(
         f"<button data-tab=\"tab-{i}\"{active_class if i == 0 else ''}>"
-        f"{esc(by_metric[m][0].metric_name)}</button>" for i, m in enumerate(metrics))
+        f"{esc(labels[m])}</button>" for i, m in enumerate(metrics))
         + "</div>")
     for i, m in enumerate(metrics):
         ranked = by_metric[m]

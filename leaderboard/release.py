@@ -30,6 +30,7 @@ from faithbench.leaderboard.entry import Entry
 from faithbench.leaderboard.rank import rank
 from faithbench.leaderboard.render import json_safe
 from faithbench.leaderboard.rows import Ranked
+from faithbench.leaderboard.suite import MODEL_FREE
 
 RELEASES = Path(__file__).resolve().parent / "releases"
 MAX_BYTES = 1024 * 1024  # no file of a release over 1 MiB
@@ -84,7 +85,8 @@ def rerun_command(task: str, entries: list[dict]) -> str:
     if run.get("sample") is not None:
         parts.append(f"--sample-seed {run.get('sample_seed', 0)}")
     parts.append("--seeds " + " ".join(map(str, seeds)))
-    ids = sorted({e["explainer"] for e in entries})  # full ids: the published parameters
+    ids = sorted({e["explainer"] for e in entries  # full ids: the published parameters
+                  if MODEL_FREE not in e["tasks"][task]["checkpoints"]})  # not eflomal & co
     parts.append("--explainers " + " ".join(shlex.quote(i) for i in ids))
     parts.append("--out runs/references")
     return " ".join(parts)

@@ -81,3 +81,5 @@ def test_the_shipped_release_reads_and_keeps_its_limits():
     assert all(f.stat().st_size < MAX_BYTES for p in shipped for f in p.iterdir())
     for suite in release.manifest["suites"]:
         assert suite["rerun"].startswith("faithbench --threads 1 run")
+        # only explainers a run can rerun: no alignment read from a file (eflomal, ...)
+        assert "eflomal" not in suite["rerun"] and "+intersect" not in suite["rerun"]
