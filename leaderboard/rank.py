@@ -282,8 +282,9 @@ def _one_matrix(rows: list[Ranked], task: str, suite: str, sort_by, metrics, pre
         rows = [r for r in rows if r.metric in columns]
     preferred = [m for m in columns if prefer is not None and matches(m, prefer)]
     key = preferred[0] if len(preferred) == 1 else columns[0]
-    if sort_by is not None:
-        named = [m for m in columns if matches(m, sort_by)]
+    if sort_by is not None:  # the column itself, else the one column of that name
+        named = ([m for m in columns if m == sort_by]
+                 or [m for m in columns if matches(m, sort_by) or matches(m, short_name(sort_by))])
         if len(named) != 1:
             raise InputError(f"sort_by {sort_by!r} matches {len(named)} of the metrics of "
                              f"{task}: {', '.join(columns)}")

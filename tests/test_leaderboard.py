@@ -929,3 +929,9 @@ def test_wide_metric_sorts_by_the_named_metrics_default_parameters(tmp_path, cap
                  "--metric", "comprehensiveness"]) == 0
     body = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     assert [md_cells(line)[0] for line in body[1:]] == [GRAD, ATT]  # by the delete eraser
+    # only the mask column shown: --metric comprehensiveness sorts by it, as it did
+    assert main(["leaderboard", "--entries", str(tmp_path), "--wide", "--format", "markdown",
+                 "--metrics", "comprehensiveness[eraser=mask]", "--metric",
+                 "comprehensiveness"]) == 0
+    body = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert [md_cells(line)[0] for line in body[1:]] == [ATT, GRAD]
