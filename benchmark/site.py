@@ -17,6 +17,7 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter, defaultdict
+from itertools import pairwise
 from pathlib import Path
 
 from faithbench.benchmark import plots
@@ -82,11 +83,37 @@ def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = N
     """Write the site of ``entries`` into ``out``; the pages written (index first).
     ``examples``: how many test examples each suite page's explorer shows."""
     costs = {k: (c.seconds, c.forward_equivalents) for k, c in explain_costs(entries).items()}
-    return build_site_of_rows(rank(entries) if entries else [],
+    rows = rank(entries) if entries else []
+    return build_site_of_rows(rows,
                               {e.entry_id: describe(e) for e in entries}, costs, out,
                               sources=sources, command=command,
                               explained={e.entry_id: explanations(e) for e in entries},
-                              examples=examples, roar=roar)
+                              examples=examples, roar=roar,
+                              verdicts=adjacent_verdicts(rows, {e.entry_id: e for e in entries}))
+
+
+def adjacent_verdicts(rows: list[Ranked], by_id: dict[str, Entry]) -> dict[tuple, str]:
+    """(task, suite, metric, entry id) -> how the row compares with the row below it:
+    ``faithbench compare``'s paired test, Holm-corrected over the adjacent pairs of one
+    ranking, so a reader sees which neighbours are told apart (CI overlap is no test)."""
+    from faithbench.benchmark.core.stats import holm
+    from faithbench.leaderboard.compare import NO_DIFFERENCE, compare
+
+    out = {}
+    groups: dict[tuple, list[Ranked]] = defaultdict(list)
+    for r in rows:
+        groups[(r.task, r.suite, r.metric)].append(r)
+    for (task, suite, metric), ranked in groups.items():
+        pairs = list(pairwise(ranked))
+        found = [compare(by_id[a.entry_id], by_id[b.entry_id], task=task, metric=metric)[0]
+                 for a, b in pairs]
+        for (a, _), c, p in zip(pairs, found, holm([c.p_value for c in found])):
+            verdict = "ahead" if c.better_entry == a.entry_id and p < 1 - c.confidence \
+                else "not told apart" if c.better == NO_DIFFERENCE or p >= 1 - c.confidence \
+                else "behind"
+            shown = "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+            out[(task, suite, metric, a.entry_id)] = f"{verdict} ({shown})"
+    return out
 
 
 def explanations(e: Entry) -> dict[str, list[dict]]:
@@ -108,7 +135,8 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
                        *, sources: list[str] | None = None, command: str | None = None,
                        published: str | None = None,
                        explained: dict[str, dict[str, list[dict]]] | None = None,
-                       examples: int = 0, roar: list | None = None) -> list[Path]:
+                       examples: int = 0, roar: list | None = None,
+                       verdicts: dict[tuple, str] | None = None) -> list[Path]:
     """The site of ranked rows (``rank``'s, or a release's), with each entry's
     ``release.describe`` and its cost per example ((entry, task) -> (seconds,
     forward-equivalents)); ``published``: the release's version, named on every page."""
@@ -122,7 +150,7 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
     for (task, suite), mine in suites.items():
         path = out / f"{suite_slug(task, suite)}.html"
         page_text = suite_page(task, suite, mine, described, costs, published,
-                               explorer(task, mine, explained or {}, examples))
+                               explorer(task, mine, explained or {}, examples), verdicts or {})
         path.write_text(page_text, encoding="utf-8")
         written.append(path)
     if roar:
@@ -211,7 +239,8 @@ def provenance_of_build(sources: list[str], command: str | None) -> str:
 
 
 def suite_page(task: str, suite: str, rows: list[Ranked], described: dict, costs: dict,
-               published: str | None = None, examples_html: str = "") -> str:
+               published: str | None = None, examples_html: str = "",
+               verdicts: dict[tuple, str] | None = None) -> str:
     metrics = list(dict.fromkeys(r.metric for r in rows))  # rank's order: family, then metric
     metrics.sort(key=lambda m: not m.startswith("comprehensiveness"))  # the headline first
     by_metric = {m: [r for r in rows if r.metric == m] for m in metrics}
@@ -232,7 +261,8 @@ def suite_page(task: str, suite: str, rows: list[Ranked], described: dict, costs
         parts.append(f"<section class=\"tab{active}\" id=\"tab-{i}\" data-group=\"{group}\">"
                      f"<h3>{esc(m)}</h3>"
                      f"<figure>{plots.forest(ranked, ranked[0].metric_name)}</figure>"
-                     f"{ranking_table(ranked)}<p class=\"note\">{OVERLAP_NOTE}</p></section>")
+                     f"{ranking_table(ranked, verdicts or {})}<p class=\"note\">"
+                     f"{OVERLAP_NOTE}</p></section>")
     parts += scatters(rows, costs)
     parts.append(examples_html)
     entries = [described[e] for e in dict.fromkeys(r.entry_id for r in rows)]
@@ -289,19 +319,23 @@ def heat(tokens: list[str], scores: list[float]) -> str:
     return " ".join(spans)
 
 
-def ranking_table(rows: list[Ranked]) -> str:
+def ranking_table(rows: list[Ranked], verdicts: dict[tuple, str]) -> str:
     seeds = any(r.n_seeds > 1 for r in rows)
+    told = any((r.task, r.suite, r.metric, r.entry_id) in verdicts for r in rows)
     head = ("<tr><th>rank</th><th>explainer</th><th>entry</th><th>mean</th><th>95% CI</th>"
-            + ("<th>per-seed means</th>" if seeds else "") + "<th>n</th></tr>")
+            + ("<th>per-seed means</th>" if seeds else "") + "<th>n</th>"
+            + ("<th>vs the next row (paired test, Holm)</th>" if told else "") + "</tr>")
     body = []
     for r in rows:
         tie = " ≈" if r.overlaps_above else ""
         spread = (f"<td class=\"num\">{r.seed_min:.3f}–{r.seed_max:.3f}</td>" if seeds else "")
+        key = (r.task, r.suite, r.metric, r.entry_id)
+        vs = f"<td>{esc(verdicts.get(key, ''))}</td>" if told else ""
         body.append(f"<tr class=\"{'best' if r.rank == 1 else ''}\"><td class=\"num\">{r.rank}"
                     f"{tie}</td><td>{esc(r.explainer)}</td><td><code>{esc(r.entry_id[:8])}"
                     f"</code></td><td class=\"num\">{r.mean:.3f}</td><td class=\"num\">"
                     f"[{r.ci_low:.3f}, {r.ci_high:.3f}]</td>{spread}<td class=\"num\">{r.n}"
-                    f"</td></tr>")
+                    f"</td>{vs}</tr>")
     return f"<table class=\"ranking\">{head}{''.join(body)}</table>"
 
 

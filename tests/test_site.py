@@ -90,6 +90,9 @@ def test_every_page_renders_with_every_row_and_figure(site, tmp_path):
         assert 'class="tab active"' in dom
         assert len(re.findall(r'<section class="tab( active)?"', dom)) == len(METRICS)
         assert (tmp_path / name.replace(".html", ".png")).stat().st_size > 10_000
+        # each row but the last of every ranking says how it compares with the next
+        verdicts = re.findall(r"<td>(ahead|not told apart|behind) \(p (?:&lt;|=) [0-9.]+\)</td>", dom)
+        assert len(verdicts) == (len(EXPLAINERS) - 1) * len(METRICS)
         # the explorer: 5 examples, each with every explainer's tokens as a heatmap
         assert dom.count("<table class=\"explorer\">") == 5
         assert dom.count('<span class="tok"') > 5 * len(EXPLAINERS) * 3
