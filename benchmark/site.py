@@ -82,7 +82,7 @@ def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = N
                roar: list | None = None) -> list[Path]:
     """Write the site of ``entries`` into ``out``; the pages written (index first).
     ``examples``: how many test examples each suite page's explorer shows."""
-    costs = {k: (c.seconds, c.forward_equivalents) for k, c in explain_costs(entries).items()}
+    costs = explain_costs(entries)
     rows = rank(entries) if entries else []
     return build_site_of_rows(rows,
                               {e.entry_id: describe(e) for e in entries}, costs, out,
@@ -138,8 +138,8 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
                        examples: int = 0, roar: list | None = None,
                        verdicts: dict[tuple, str] | None = None) -> list[Path]:
     """The site of ranked rows (``rank``'s, or a release's), with each entry's
-    ``release.describe`` and its cost per example ((entry, task) -> (seconds,
-    forward-equivalents)); ``published``: the release's version, named on every page."""
+    ``release.describe`` and its cost per example ((entry, task) -> ``ExplainCost``);
+    ``published``: the release's version, named on every page."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "style.css").write_text(CSS, encoding="utf-8")
     (out / "site.js").write_text(JS, encoding="utf-8")
@@ -355,8 +355,8 @@ def scatters(rows: list[Ranked], costs: dict) -> list[str]:
         return []
     out = []
     name = faith[0].metric_name
-    timed = [(r.explainer_name, c[0], r.mean) for r in faith
-             if (c := costs.get((r.entry_id, r.task))) is not None and c[0]]
+    timed = [(r.explainer_name, c.seconds, r.mean) for r in faith
+             if (c := costs.get((r.entry_id, r.task))) is not None and c.seconds]
     if len(timed) > 1:
         out.append("<h2>Faithfulness against cost</h2><figure>"
                    + plots.scatter(timed, "seconds explaining per example (log scale)",

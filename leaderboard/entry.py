@@ -272,6 +272,18 @@ def read_entries(root) -> list[Entry]:
     ]
 
 
+def read_entry_folders(folders) -> list[Entry]:
+    """The entries of several folders, an entry found in two (a copy) once; a folder
+    that does not exist is an InputError naming it."""
+    found: dict[str, Entry] = {}
+    for folder in folders:
+        if not Path(folder).is_dir():
+            raise InputError(f"--entries {folder}: no such folder")
+        for e in read_entries(folder):
+            found.setdefault(e.entry_id, e)
+    return list(found.values())
+
+
 def read_entry(folder) -> Entry:
     folder = Path(folder)
     header = _read_header(folder / "header.json")

@@ -19,14 +19,14 @@ from __future__ import annotations
 import json
 import shlex
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from faithbench.benchmark.core.errors import InputError
 from faithbench.leaderboard.cost import COLUMNS as COST_COLUMNS
-from faithbench.leaderboard.cost import explain_costs
-from faithbench.leaderboard.entry import Entry
+from faithbench.leaderboard.cost import ExplainCost, explain_costs
+from faithbench.leaderboard.entry import Entry, read_entries
 from faithbench.leaderboard.rank import rank
 from faithbench.leaderboard.render import json_safe
 from faithbench.leaderboard.rows import Ranked
@@ -44,7 +44,7 @@ class Release:
     path: Path
     manifest: dict
     rows: list[Ranked]
-    costs: dict[tuple[str, str], tuple[float | None, float | None]]  # (entry, task) -> cost
+    costs: dict[tuple[str, str], ExplainCost]  # (entry id, task) -> cost per example
     entries: dict[str, dict]  # entry id -> ``describe``'s dict
 
     @property
@@ -137,7 +137,8 @@ def read_release(path: Path | str | None = None) -> Release:
     try:
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
         names = {f.name for f in fields(Ranked)}
-        rows, costs = [], {}
+        rows: list[Ranked] = []
+        costs: dict[tuple[str, str], ExplainCost] = {}
         for line, text in enumerate((folder / RANKED).read_text(encoding="utf-8").splitlines(), 1):
             d = json.loads(text)
             missing = names - d.keys()
@@ -147,7 +148,7 @@ def read_release(path: Path | str | None = None) -> Release:
             for k in ("mean", "ci_low", "ci_high", "seed_sd", "seed_min", "seed_max"):
                 values[k] = float("nan") if values[k] is None else float(values[k])
             rows.append(Ranked(**values))
-            costs[(d["entry_id"], d["task"])] = tuple(d.get(c) for c in COST_COLUMNS)
+            costs[(d["entry_id"], d["task"])] = ExplainCost(*(d.get(c) for c in COST_COLUMNS))
         entries = {d["entry_id"]: d for d in map(json.loads, (folder / ENTRIES).read_text(
             encoding="utf-8").splitlines())}
     except FileNotFoundError as exc:
@@ -164,3 +165,17 @@ def latest() -> Path:
     if not found:
         raise InputError(f"no published release under {RELEASES}")
     return found[-1]
+
+
+def beside(release: Release, folders: list[str]) -> tuple[list[Ranked], dict, dict]:
+    """The release's rows, their suites marked ``published vN:``, and the rows of the
+    user's entries in ``folders`` (those that exist), marked ``yours:``, so the two are
+    never one suite; with every entry's cost per example and ``describe`` dict."""
+    rows = [replace(r, suite=f"published {release.version}: {r.suite}") for r in release.rows]
+    costs, described = dict(release.costs), dict(release.entries)
+    mine = [e for folder in folders if Path(folder).is_dir() for e in read_entries(folder)]
+    if mine:
+        rows += [replace(r, suite=f"yours: {r.suite}") for r in rank(mine)]
+        costs.update(explain_costs(mine))
+        described.update({e.entry_id: describe(e) for e in mine})
+    return rows, costs, described

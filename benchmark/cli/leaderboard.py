@@ -81,22 +81,12 @@ def _published(args) -> int:
     """The release's rows (their suites marked as published) and, beside them, the
     user's entries (marked as theirs: their own models), then the commands that rerun
     each suite's references on the user's models."""
-    from dataclasses import replace
-    from pathlib import Path
-
-    from faithbench.leaderboard.cost import ExplainCost, explain_costs
-    from faithbench.leaderboard.entry import read_entries
-    from faithbench.leaderboard.rank import matches, rank
-    from faithbench.leaderboard.release import read_release
+    from faithbench.leaderboard.rank import matches
+    from faithbench.leaderboard.release import beside, read_release
     from faithbench.leaderboard.render import render_leaderboard, render_matrix
 
     release = read_release(args.published or None)
-    rows = [replace(r, suite=f"published {release.version}: {r.suite}") for r in release.rows]
-    cost = {k: ExplainCost(*v) for k, v in release.costs.items()}
-    mine = read_entries(args.entries) if Path(args.entries).is_dir() else []
-    if mine:
-        rows += [replace(r, suite=f"yours: {r.suite}") for r in rank(mine)]
-        cost.update(explain_costs(mine))
+    rows, cost, _ = beside(release, [args.entries])
     metric = None if args.wide else args.metric
     rows = [r for r in rows if matches(r.task, args.task) and matches(r.metric, metric)
             and (args.family is None or r.family == args.family)]

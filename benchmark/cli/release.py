@@ -21,22 +21,16 @@ def add_arguments(p) -> None:
 def main(args) -> int:
     from pathlib import Path
 
-    from faithbench.benchmark.core.errors import InputError
-    from faithbench.leaderboard.entry import Entry, read_entries
+    from faithbench.leaderboard.entry import read_entry_folders
     from faithbench.leaderboard.release import RELEASES, write_release
 
-    entries: dict[str, Entry] = {}
-    for folder in args.entries:
-        if not Path(folder).is_dir():
-            raise InputError(f"--entries {folder}: no such folder")
-        for e in read_entries(folder):
-            entries.setdefault(e.entry_id, e)
+    entries = read_entry_folders(args.entries)
     commands = []
     if args.commands_file:
         commands = [line.rstrip() for line in Path(args.commands_file).read_text().splitlines()
                     if line.strip()]
     out = Path(args.out) if args.out else RELEASES / args.version
-    files = write_release(list(entries.values()), out, args.version, commands=commands)
+    files = write_release(entries, out, args.version, commands=commands)
     size = sum(f.stat().st_size for f in files)
     print(f"release {args.version}: {len(entries)} entries, {size / 1024:.0f} KiB in "
           f"{len(files)} files, in {out}")

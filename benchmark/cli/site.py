@@ -35,24 +35,19 @@ def main(args) -> int:
 
     from faithbench.benchmark.core.errors import InputError
     from faithbench.benchmark.site import build_site
-    from faithbench.leaderboard.entry import Entry, read_entries
+    from faithbench.leaderboard.entry import read_entry_folders
 
     command = "faithbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    entries: dict[str, Entry] = {}
     if args.entries is None:
         default = Path(f"{DEFAULT_OUT}/leaderboard")
         args.entries = [str(default)] if default.is_dir() or not args.roar else []
     if args.published is not None:
         return _published(args, command)
-    for folder in args.entries:
-        if not Path(folder).is_dir():
-            raise InputError(f"--entries {folder}: no such folder")
-        for e in read_entries(folder):
-            entries.setdefault(e.entry_id, e)
+    entries = read_entry_folders(args.entries)
     if not entries and not args.roar:
         raise InputError(f"no leaderboard entries under {', '.join(args.entries) or '-'}; "
                          "`faithbench run` or `faithbench submit` writes them")
-    pages = build_site(list(entries.values()), Path(args.out), sources=args.entries,
+    pages = build_site(entries, Path(args.out), sources=args.entries,
                        command=command, examples=args.examples, roar=roar_rows(args.roar))
     print(f"wrote {len(pages)} pages ({len(entries)} entries) to {args.out}; "
           f"open {Path(args.out) / 'index.html'}")
@@ -62,24 +57,13 @@ def main(args) -> int:
 def _published(args, command: str) -> int:
     """The release's site; the user's entries beside it (their suites marked as theirs)
     where ``--entries`` names folders that exist."""
-    from dataclasses import replace
     from pathlib import Path
 
     from faithbench.benchmark.site import build_site_of_rows
-    from faithbench.leaderboard.cost import explain_costs
-    from faithbench.leaderboard.entry import read_entries
-    from faithbench.leaderboard.rank import rank
-    from faithbench.leaderboard.release import describe, read_release
+    from faithbench.leaderboard.release import beside, read_release
 
     release = read_release(args.published or None)
-    rows = [replace(r, suite=f"published {release.version}: {r.suite}") for r in release.rows]
-    described, costs = dict(release.entries), dict(release.costs)
-    mine = [e for folder in args.entries if Path(folder).is_dir() for e in read_entries(folder)]
-    if mine:
-        rows += [replace(r, suite=f"yours: {r.suite}") for r in rank(mine)]
-        described.update({e.entry_id: describe(e) for e in mine})
-        costs.update({k: (c.seconds, c.forward_equivalents)
-                      for k, c in explain_costs(mine).items()})
+    rows, costs, described = beside(release, args.entries)
     pages = build_site_of_rows(rows, described, costs, Path(args.out), command=command,
                                sources=[str(release.path)], published=release.version)
     print(f"wrote {len(pages)} pages (release {release.version}) to {args.out}; "
