@@ -309,7 +309,7 @@ def test_reference_ids():
         "value_zeroing": "value_zeroing[aggregation=rollout;distance=cosine]@1",
         "gradient_shap": "gradient_shap[baseline=baseline_id;n_samples=20;noise=0.15]@1",
         "lime": "lime[eraser=delete;kernel_width=0.25;n_samples=500;ridge_alpha=1.0]@1",
-        "kernel_shap": "kernel_shap[eraser=delete;n_samples=500]@1",
+        "kernel_shap": "kernel_shap[eraser=delete;n_samples=500]@2",
         "shapley_sampling": "shapley_sampling[eraser=delete;n_samples=25]@1",
     }
     assert IntegratedGradientsExplainer(n_steps=20).spec.param("n_steps") == 20
