@@ -1,5 +1,6 @@
 """The site's figures as inline SVG (matplotlib, text kept as text): a forest plot of
-one ranking, and faithfulness against cost. Drawn from ``Ranked`` rows, never from
+one ranking, faithfulness against cost or plausibility, and curves with CI bands
+(erasure curves, ROAR). Drawn from ``Ranked`` rows, never from
 numbers typed in."""
 
 from __future__ import annotations
@@ -67,9 +68,12 @@ def scatter(points: list[tuple[str, float, float]], x_label: str, y_label: str,
 
 
 def curves(x: list[float], lines: dict[str, list[tuple[float, float, float] | None]],
-           y_label: str, title: str) -> str:
-    """Curves over the masking ratio, each a line through its means with its CI as a
-    band ((mean, low, high) per ratio; None: a point not measured)."""
+           y_label: str, title: str, *, x_label: str = "tokens masked in training and test (%)",
+           percent: bool = True) -> str:
+    """Curves over x (a ratio drawn in percent, or a count), each a line through its
+    means with its CI as a band ((mean, low, high) per point; None: a point not
+    measured)."""
+    scale = 100 if percent else 1
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(WIDTH, 3.8))
     for name, points in lines.items():
@@ -78,11 +82,11 @@ def curves(x: list[float], lines: dict[str, list[tuple[float, float, float] | No
         if not got:
             continue
         style = {"linestyle": "--", "color": "#777777"} if name == "random" else {}
-        line, = ax.plot([100 * k for k in xs], [p[0] for p in got], marker="o",
+        line, = ax.plot([scale * k for k in xs], [p[0] for p in got], marker="o",
                         markersize=3, label=name, **style)
-        ax.fill_between([100 * k for k in xs], [p[1] for p in got], [p[2] for p in got],
+        ax.fill_between([scale * k for k in xs], [p[1] for p in got], [p[2] for p in got],
                         color=line.get_color(), alpha=0.15, linewidth=0)
-    ax.set_xlabel("tokens masked in training and test (%)")
+    ax.set_xlabel(x_label)
     ax.set_ylabel(y_label)
     ax.set_title(title, fontsize=9, loc="left")
     ax.grid(color="#dddddd")

@@ -33,6 +33,7 @@ class Scored:
     values: np.ndarray  # (E,) per-example values, in example order
     flags: dict[str, np.ndarray] = field(default_factory=dict)
     stats: np.ndarray | None = None  # (E, K) of a corpus-level metric
+    curve: np.ndarray | None = None  # (E, V) an erasure metric's per-step values, NaN-padded
     seconds: float = 0.0
     rows_forwarded: int = 0
     rows_requested: int = 0
@@ -48,7 +49,7 @@ def score_batches(session: EvaluationSession, metric, scores: Sequence[Sequence[
         index = torch.tensor(keep, dtype=torch.long)
         targets, probs = targets.index_select(0, index), probs.index_select(0, index)
     rate = reference_rate(examples) if metric.spec.needs_reference else None
-    size, values, stats = session.config.batch_size, [], []
+    size, values, stats, curves = session.config.batch_size, [], [], []
     flags: dict[str, list] = {}
     bar = progress_bar(total=len(examples), desc=f"score {metric.spec.name}", leave=False,
                        show=session.config.progress)
@@ -64,6 +65,8 @@ def score_batches(session: EvaluationSession, metric, scores: Sequence[Sequence[
             flags.setdefault(name, []).append(flag.cpu().numpy())
         if out.stats is not None:
             stats.append(out.stats.double().cpu().numpy())
+        if out.curve is not None:
+            curves.append(out.curve.double().cpu().numpy())
         bar.update(len(batch))
     bar.close()
     _check_stats(metric, stats, len(values))
@@ -72,11 +75,20 @@ def score_batches(session: EvaluationSession, metric, scores: Sequence[Sequence[
         values=np.concatenate(values) if values else np.empty(0),
         flags={k: np.concatenate(v) for k, v in flags.items()},
         stats=np.concatenate(stats) if stats else None,
+        curve=nan_padded(curves) if len(curves) == len(values) and curves else None,
     )
     if metric.spec.aggregation is None:
         return scored
     return _by_group(scored, [session.prepared.group_of(e) for e in examples],
                      metric.spec.aggregation)
+
+
+def nan_padded(blocks: list[np.ndarray]) -> np.ndarray:
+    """(sum of rows, widest) the blocks stacked, NaN right of a narrower block's columns
+    (an AOPC batch of short sentences has fewer steps than the next)."""
+    width = max(b.shape[1] for b in blocks)
+    return np.concatenate([np.pad(b, ((0, 0), (0, width - b.shape[1])), constant_values=np.nan)
+                           for b in blocks])
 
 
 def score_training(session: EvaluationSession, metric, scores: Sequence[Sequence[float]],
@@ -99,8 +111,10 @@ def score_training(session: EvaluationSession, metric, scores: Sequence[Sequence
 
 
 def per_example_rows(scored: Scored, *, undefined: bool = False) -> list[dict]:
-    """``{"id", "value"}`` per example (and ``"stats"`` for a corpus-level metric); a
-    value the example alone does not define (a zero denominator) is written as null.
+    """``{"id", "value"}`` per example (and ``"stats"`` for a corpus-level metric,
+    ``"curve"`` for an erasure metric: its per-step values, null where the example has
+    no such step); a value the example alone does not define (a zero denominator) is
+    written as null.
 
     An example a per-example metric leaves undefined (NaN) has no row — the result's
     n and mean are over the rest, and its estimate counts them in ``undefined`` — unless
@@ -112,6 +126,8 @@ def per_example_rows(scored: Scored, *, undefined: bool = False) -> list[dict]:
         row: dict = {"id": ex, "value": float(v) if np.isfinite(v) else None}
         if scored.stats is not None:
             row["stats"] = [float(x) for x in scored.stats[i]]
+        if scored.curve is not None:
+            row["curve"] = [float(x) if np.isfinite(x) else None for x in scored.curve[i]]
         rows.append(row)
     return rows
 

@@ -24,6 +24,7 @@ from faithbench.benchmark import plots
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.files import content_hash
 from faithbench.leaderboard.cost import explain_costs
+from faithbench.leaderboard.curves import FRACTION_AXIS, Curve, curves
 from faithbench.leaderboard.entry import Entry
 from faithbench.leaderboard.rank import rank
 from faithbench.leaderboard.release import describe, rerun_command
@@ -86,7 +87,7 @@ def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = N
     rows = rank(entries) if entries else []
     return build_site_of_rows(rows,
                               {e.entry_id: describe(e) for e in entries}, costs, out,
-                              sources=sources, command=command,
+                              sources=sources, command=command, curves=curves(entries),
                               explained={e.entry_id: explanations(e) for e in entries},
                               examples=examples, roar=roar,
                               verdicts=adjacent_verdicts(rows, {e.entry_id: e for e in entries}))
@@ -136,10 +137,13 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
                        published: str | None = None,
                        explained: dict[str, dict[str, list[dict]]] | None = None,
                        examples: int = 0, roar: list | None = None,
-                       verdicts: dict[tuple, str] | None = None) -> list[Path]:
+                       verdicts: dict[tuple, str] | None = None,
+                       curves: list[Curve] | None = None) -> list[Path]:
     """The site of ranked rows (``rank``'s, or a release's), with each entry's
-    ``release.describe`` and its cost per example ((entry, task) -> ``ExplainCost``);
-    ``published``: the release's version, named on every page."""
+    ``release.describe`` and its cost per example ((entry, task) -> ``ExplainCost``),
+    and the erasure metrics' curves; ``published``: the release's version, named on
+    every page."""
+    by_key = {(c.entry_id, c.task, c.metric): c for c in curves or []}
     out.mkdir(parents=True, exist_ok=True)
     (out / "style.css").write_text(CSS, encoding="utf-8")
     (out / "site.js").write_text(JS, encoding="utf-8")
@@ -150,7 +154,8 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
     for (task, suite), mine in suites.items():
         path = out / f"{suite_slug(task, suite)}.html"
         page_text = suite_page(task, suite, mine, described, costs, published,
-                               explorer(task, mine, explained or {}, examples), verdicts or {})
+                               explorer(task, mine, explained or {}, examples), verdicts or {},
+                               by_key)
         path.write_text(page_text, encoding="utf-8")
         written.append(path)
     if roar:
@@ -240,7 +245,8 @@ def provenance_of_build(sources: list[str], command: str | None) -> str:
 
 def suite_page(task: str, suite: str, rows: list[Ranked], described: dict, costs: dict,
                published: str | None = None, examples_html: str = "",
-               verdicts: dict[tuple, str] | None = None) -> str:
+               verdicts: dict[tuple, str] | None = None,
+               curves: dict[tuple, Curve] | None = None) -> str:
     metrics = list(dict.fromkeys(r.metric for r in rows))  # rank's order: family, then metric
     metrics.sort(key=lambda m: not m.startswith("comprehensiveness"))  # the headline first
     by_metric = {m: [r for r in rows if r.metric == m] for m in metrics}
@@ -262,7 +268,7 @@ def suite_page(task: str, suite: str, rows: list[Ranked], described: dict, costs
                      f"<h3>{esc(m)}</h3>"
                      f"<figure>{plots.forest(ranked, ranked[0].metric_name)}</figure>"
                      f"{ranking_table(ranked, verdicts or {})}<p class=\"note\">"
-                     f"{OVERLAP_NOTE}</p></section>")
+                     f"{OVERLAP_NOTE}</p>{curve_figure(ranked, curves or {})}</section>")
     parts += scatters(rows, costs)
     parts.append(examples_html)
     entries = [described[e] for e in dict.fromkeys(r.entry_id for r in rows)]
@@ -274,6 +280,29 @@ def suite_page(task: str, suite: str, rows: list[Ranked], described: dict, costs
                      "models, then submit yours into the same folder and compare (one "
                      f"suite):</p><pre>{esc(rerun_command(task, entries))}</pre>")
     return page(f"{task}: {suite}", "\n".join(parts))
+
+
+def curve_figure(ranked: list[Ranked], curves: dict[tuple, Curve]) -> str:
+    """An erasure metric's curves, one line per explainer of the ranking (best first)
+    with its CI band, and what the metric averages; empty for other metrics."""
+    found = [(r, curves[(r.entry_id, r.task, r.metric)]) for r in ranked
+             if (r.entry_id, r.task, r.metric) in curves]
+    if not found:
+        return ""
+    axis = found[0][1].axis
+    x = sorted({v for _, c in found for v in c.x})
+    lines = {}
+    for r, c in found:
+        at = {v: (m, lo, hi) for v, m, lo, hi in zip(c.x, c.mean, c.ci_low, c.ci_high)}
+        lines[r.explainer_name] = [at.get(v) for v in x]
+    fraction = axis == FRACTION_AXIS
+    svg = plots.curves(x, lines, "drop in p(predicted class)", f"{ranked[0].metric_name}: "
+                       "the drop at each step it averages",
+                       x_label="words in the rationale (%)" if fraction else axis,
+                       percent=fraction)
+    return (f"<figure>{svg}</figure><p class=\"note\">Mean drop in the predicted class's "
+            "probability at each step the metric averages, with 95% CI bands (over seeds "
+            "and examples with several seeds), over the examples that reach the step.</p>")
 
 
 def explorer(task: str, rows: list[Ranked], explained: dict, count: int) -> str:

@@ -107,16 +107,19 @@ class Entry:
         return f"{self.explainer} (entry {self.entry_id})"
 
     @cached_property
-    def _index(self) -> tuple[dict, dict]:
+    def _index(self) -> tuple[dict, dict, dict]:
         values: dict = defaultdict(dict)
         stats: dict = defaultdict(dict)
+        curves: dict = defaultdict(dict)
         for row in self.per_example:
             key = (int(row["model_seed"]), str(row["id"]))
             if row["value"] is not None:
                 values[(row["task"], row["metric"])][key] = float(row["value"])
             if "stats" in row:
                 stats[(row["task"], row["metric"])][key] = [float(x) for x in row["stats"]]
-        return values, stats
+            if "curve" in row:
+                curves[(row["task"], row["metric"])][key] = row["curve"]
+        return values, stats, curves
 
     def values(self, task: str, metric: str) -> dict[tuple[int, str], float]:
         """Per-example values of one (task, metric), keyed by (model seed, example id)."""
@@ -125,6 +128,12 @@ class Entry:
     def stats(self, task: str, metric: str) -> dict[tuple[int, str], list[float]]:
         """Per-example statistics of a corpus-level (task, metric), keyed like ``values``."""
         return self._index[1].get((task, metric), {})
+
+    def curves(self, task: str, metric: str) -> dict[tuple[int, str], list[float | None]]:
+        """Per-example curve points of an erasure (task, metric), keyed like ``values``
+        (None where the example has no such step); empty for records written before
+        curves were stored."""
+        return self._index[2].get((task, metric), {})
 
 
 # --- writing --------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 explainer ranks without rerunning the references.
 
 A release holds, per suite, the ranked rows (mean, CI, n, seeds: ``Ranked``, with the
-explainer's cost per example), what each entry is (explainer spec, weights hashes,
+explainer's cost per example), the erasure metrics' curves with their CIs, what each
+entry is (explainer spec, weights hashes,
 package versions, machine, run options) and the command that reproduces it — no
 per-example values, and no file over 1 MiB. ``faithbench release`` writes one from
 entry folders; ``faithbench leaderboard --published`` and ``faithbench site
@@ -26,6 +27,7 @@ from typing import Any
 from faithbench.benchmark.core.errors import InputError
 from faithbench.leaderboard.cost import COLUMNS as COST_COLUMNS
 from faithbench.leaderboard.cost import ExplainCost, explain_costs
+from faithbench.leaderboard.curves import Curve, curves
 from faithbench.leaderboard.entry import Entry, read_entries
 from faithbench.leaderboard.rank import rank
 from faithbench.leaderboard.render import json_safe
@@ -35,6 +37,7 @@ from faithbench.leaderboard.suite import MODEL_FREE
 RELEASES = Path(__file__).resolve().parent / "releases"
 MAX_BYTES = 1024 * 1024  # no file of a release over 1 MiB
 RANKED, ENTRIES, MANIFEST = "ranked.jsonl", "entries.jsonl", "manifest.json"
+CURVES = "curves.jsonl"  # erasure curves (from release 2 on; an older release has none)
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class Release:
     rows: list[Ranked]
     costs: dict[tuple[str, str], ExplainCost]  # (entry id, task) -> cost per example
     entries: dict[str, dict]  # entry id -> ``describe``'s dict
+    curves: list[Curve]  # the erasure metrics' curves (``faithbench.leaderboard.curves``)
 
     @property
     def version(self) -> str:
@@ -119,6 +123,8 @@ def write_release(entries: list[Entry], out: Path, version: str, *,
     files = {RANKED: "".join(json.dumps(json_safe(x), ensure_ascii=False) + "\n" for x in ranked),
              ENTRIES: "".join(json.dumps(json_safe(d), ensure_ascii=False, sort_keys=True) + "\n"
                               for d in described),
+             CURVES: "".join(json.dumps(json_safe(c.as_dict()), ensure_ascii=False) + "\n"
+                             for c in curves(entries)),
              MANIFEST: json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"}
     for name, text in files.items():
         if len(text.encode()) > MAX_BYTES:
@@ -151,11 +157,15 @@ def read_release(path: Path | str | None = None) -> Release:
             costs[(d["entry_id"], d["task"])] = ExplainCost(*(d.get(c) for c in COST_COLUMNS))
         entries = {d["entry_id"]: d for d in map(json.loads, (folder / ENTRIES).read_text(
             encoding="utf-8").splitlines())}
+        curve_file = folder / CURVES
+        found = ([Curve(**json.loads(line)) for line in
+                  curve_file.read_text(encoding="utf-8").splitlines()]
+                 if curve_file.exists() else [])
     except FileNotFoundError as exc:
         raise InputError(f"not a faithbench release: {exc.filename} is missing") from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"release {folder}: not JSON ({exc})") from exc
-    return Release(folder, manifest, rows, costs, entries)
+    return Release(folder, manifest, rows, costs, entries, found)
 
 
 def latest() -> Path:
@@ -167,15 +177,19 @@ def latest() -> Path:
     return found[-1]
 
 
-def beside(release: Release, folders: list[str]) -> tuple[list[Ranked], dict, dict]:
+def beside(release: Release, folders: list[str]
+           ) -> tuple[list[Ranked], dict, dict, list[Curve]]:
     """The release's rows, their suites marked ``published vN:``, and the rows of the
     user's entries in ``folders`` (those that exist), marked ``yours:``, so the two are
-    never one suite; with every entry's cost per example and ``describe`` dict."""
+    never one suite; with every entry's cost per example, ``describe`` dict and
+    erasure curves."""
     rows = [replace(r, suite=f"published {release.version}: {r.suite}") for r in release.rows]
     costs, described = dict(release.costs), dict(release.entries)
+    found = list(release.curves)
     mine = [e for folder in folders if Path(folder).is_dir() for e in read_entries(folder)]
     if mine:
         rows += [replace(r, suite=f"yours: {r.suite}") for r in rank(mine)]
         costs.update(explain_costs(mine))
         described.update({e.entry_id: describe(e) for e in mine})
-    return rows, costs, described
+        found += curves(mine)
+    return rows, costs, described, found

@@ -124,6 +124,13 @@ def check_rows(per_example: list[dict], records: list[ResultRecord]) -> list[dic
                     f"({', '.join(agg['stats'])}), got {stats!r}",
                 )
             out["stats"] = [float(x) for x in stats]
+        if "curve" in row:  # an erasure metric's per-step values (null: no such step)
+            curve = row["curve"]
+            if not isinstance(curve, list) or not all(x is None or _finite_number(x)
+                                                      for x in curve):
+                raise DataFileError(where, line, "curve",
+                                    f"expected a list of finite numbers or nulls, got {curve!r}")
+            out["curve"] = [None if x is None else float(x) for x in curve]
         got[key][example] = out
         rows.append(out)
     for key, rec in wanted.items():

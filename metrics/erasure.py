@@ -56,6 +56,8 @@ LeRF removes position 2 first: p₀ = 3/4, 2/3, 1/2, so aopc_lerf = (−.15 − 
 ...                   perturber.probs(batch), perturber)
 >>> round(AOPC_MORF.compute(inp).values.item(), 4)
 0.1556
+>>> [round(d, 4) for d in AOPC_MORF.compute(inp).curve[0].tolist()]  # k = 1, 2, 3
+[0.1, 0.2667, 0.1]
 >>> round(AOPC_LERF.compute(inp).values.item(), 4)
 -0.0389
 """
@@ -66,6 +68,7 @@ import torch
 
 from faithbench.benchmark.core.api import (
     MetricInput,
+    MetricOutput,
     MetricSpec,
     SimpleMetric,
 )
@@ -89,14 +92,16 @@ CITATION = (
 
 
 def aopc_morf(inp: MetricInput, *, k_max: int, eraser: str, segment: int | None,
-              granularity: str | None) -> torch.Tensor:
-    """(B,) mean drop of p_ŷ over k = 1..min(k_max, n) most important tokens removed."""
+              granularity: str | None) -> MetricOutput:
+    """(B,) mean drop of p_ŷ over k = 1..min(k_max, n) most important tokens removed
+    (and the drop at each k: the curve)."""
     return _aopc(inp, k_max, eraser, segment, granularity, least=False, name="aopc_morf")
 
 
 def aopc_lerf(inp: MetricInput, *, k_max: int, eraser: str, segment: int | None,
-              granularity: str | None) -> torch.Tensor:
-    """(B,) mean drop of p_ŷ over k = 1..min(k_max, n) least important tokens removed."""
+              granularity: str | None) -> MetricOutput:
+    """(B,) mean drop of p_ŷ over k = 1..min(k_max, n) least important tokens removed
+    (and the drop at each k: the curve)."""
     return _aopc(inp, k_max, eraser, segment, granularity, least=True, name="aopc_lerf")
 
 
@@ -114,7 +119,8 @@ def _aopc(inp: MetricInput, k_max: int, eraser: str, segment, granularity, *, le
     keeps = batch.mask.unsqueeze(1) & ~cand.ranked(inp.scores, k, least=least)
     p = of_target(variant_probs(inp, keeps, valid, eraser), inp.target)  # (B, V)
     drops = base_target_prob(inp).unsqueeze(1) - p
-    return masked_mean(drops, valid)
+    return MetricOutput(masked_mean(drops, valid).double(),
+                        curve=drops.double().masked_fill(~valid, float("nan")))
 
 
 def _spec(name: str, direction: str) -> MetricSpec:

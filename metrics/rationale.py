@@ -69,10 +69,12 @@ gives 2/3, keeping 0 and 1 gives 3/4, so sufficiency = (−.0667 − .15) / 2 = 
 >>> plain = dict(positive_only=None, distinct=None, if_empty=None, ties=None,
 ...              eraser="delete", segment=None, granularity=None)
 >>> comp = comprehensiveness(inp, bins=(0.3, 0.5), rounding="ceil", **plain)
->>> round(comp.item(), 4)
+>>> round(comp.values.item(), 4)
 0.1833
+>>> [round(d, 4) for d in comp.curve[0].tolist()]  # the two bins' drops
+[0.1, 0.2667]
 >>> suff = sufficiency(inp, bins=(0.3, 0.5), rounding="ceil", **plain)
->>> round(suff.item(), 4)
+>>> round(suff.values.item(), 4)
 -0.1083
 >>> bin_sizes(torch.tensor([30, 100, 5]), (0.1, 0.07, 0.5), "ceil").tolist()
 [[3, 3, 15], [10, 7, 50], [1, 1, 3]]
@@ -86,6 +88,7 @@ import torch
 
 from faithbench.benchmark.core.api import (
     MetricInput,
+    MetricOutput,
     MetricSpec,
     SimpleMetric,
 )
@@ -133,8 +136,10 @@ def bin_sizes(lengths: torch.Tensor, bins, rounding: str) -> torch.Tensor:
 
 def comprehensiveness(inp: MetricInput, *, bins, rounding: str, positive_only: bool | None,
                       distinct: bool | None, if_empty: float | None, ties: str | None,
-                      eraser: str, segment: int | None, granularity: str | None) -> torch.Tensor:
-    """(B,) mean over bins of p_ŷ(x) − p_ŷ(x without its top-k_b tokens)."""
+                      eraser: str, segment: int | None, granularity: str | None
+                      ) -> MetricOutput:
+    """(B,) mean over bins of p_ŷ(x) − p_ŷ(x without its top-k_b tokens) (and each
+    bin's drop: the curve)."""
     return _drops(inp, bins, rounding, eraser, segment, keep_rationale=False,
                   name="comprehensiveness", granularity=granularity,
                   positive_only=positive_only, distinct=distinct, if_empty=if_empty, ties=ties)
@@ -142,8 +147,9 @@ def comprehensiveness(inp: MetricInput, *, bins, rounding: str, positive_only: b
 
 def sufficiency(inp: MetricInput, *, bins, rounding: str, positive_only: bool | None,
                 distinct: bool | None, if_empty: float | None, ties: str | None, eraser: str,
-                segment: int | None, granularity: str | None) -> torch.Tensor:
-    """(B,) mean over bins of p_ŷ(x) − p_ŷ(only the top-k_b tokens of x)."""
+                segment: int | None, granularity: str | None) -> MetricOutput:
+    """(B,) mean over bins of p_ŷ(x) − p_ŷ(only the top-k_b tokens of x) (and each
+    bin's drop: the curve)."""
     return _drops(inp, bins, rounding, eraser, segment, keep_rationale=True, name="sufficiency",
                   granularity=granularity, positive_only=positive_only, distinct=distinct,
                   if_empty=if_empty, ties=ties)
@@ -170,9 +176,11 @@ def _drops(inp, bins, rounding, eraser, segment, *, keep_rationale: bool, name: 
     else:
         keeps = batch.mask.unsqueeze(1) & ~rationale
     p = of_target(variant_probs(inp, keeps, valid, eraser), inp.target)  # (B, V)
-    values = masked_mean(base_target_prob(inp).unsqueeze(1) - p, valid)
+    drops = base_target_prob(inp).unsqueeze(1) - p
+    values = masked_mean(drops, valid)
     none = ~valid.cpu().any(dim=1)
-    return torch.where(none, float("nan") if if_empty is None else float(if_empty), values)
+    values = torch.where(none, float("nan") if if_empty is None else float(if_empty), values)
+    return MetricOutput(values.double(), curve=drops.double().masked_fill(~valid, float("nan")))
 
 
 def repeats(rationale: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:

@@ -29,7 +29,8 @@ def board(tmp_path_factory, isolated_cache):
 def test_a_release_reads_back_to_the_ranked_rows_without_per_example_values(board, tmp_path):
     entries = read_entries(board)
     files = write_release(entries, tmp_path / "v9", "v9", commands=["faithbench run ..."])
-    assert sorted(f.name for f in files) == ["entries.jsonl", "manifest.json", "ranked.jsonl"]
+    assert sorted(f.name for f in files) == ["curves.jsonl", "entries.jsonl", "manifest.json",
+                                             "ranked.jsonl"]
     release = read_release(tmp_path / "v9")
     assert release.rows == rank(entries)  # every field, to the last bit
     want = explain_costs(entries)

@@ -86,7 +86,9 @@ def test_every_page_renders_with_every_row_and_figure(site, tmp_path):
         assert {r.suite for r in mine} and len({r.suite for r in mine}) == 1
         for r in mine:  # every explainer's row in every metric's table
             assert dom.count(f"<td>{r.explainer}</td><td><code>") == len(METRICS)
-        assert dom.count("<figure><svg") == len(METRICS) + 2  # forests, cost, plausibility
+        # forests, the two erasure metrics' curves, cost, plausibility
+        assert dom.count("<figure><svg") == len(METRICS) + 2 + 2
+        assert dom.count("the drop at each step it averages") == 2
         assert 'class="tab active"' in dom
         assert len(re.findall(r'<section class="tab( active)?"', dom)) == len(METRICS)
         assert (tmp_path / name.replace(".html", ".png")).stat().st_size > 10_000

@@ -86,7 +86,7 @@ def _published(args) -> int:
     from faithbench.leaderboard.render import render_leaderboard, render_matrix
 
     release = read_release(args.published or None)
-    rows, cost, _ = beside(release, [args.entries])
+    rows, cost, _, _ = beside(release, [args.entries])
     metric = None if args.wide else args.metric
     rows = [r for r in rows if matches(r.task, args.task) and matches(r.metric, metric)
             and (args.family is None or r.family == args.family)]

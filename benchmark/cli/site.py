@@ -63,9 +63,10 @@ def _published(args, command: str) -> int:
     from faithbench.leaderboard.release import beside, read_release
 
     release = read_release(args.published or None)
-    rows, costs, described = beside(release, args.entries)
+    rows, costs, described, curves = beside(release, args.entries)
     pages = build_site_of_rows(rows, described, costs, Path(args.out), command=command,
-                               sources=[str(release.path)], published=release.version)
+                               sources=[str(release.path)], published=release.version,
+                               curves=curves)
     print(f"wrote {len(pages)} pages (release {release.version}) to {args.out}; "
           f"open {Path(args.out) / 'index.html'}")
     return 0

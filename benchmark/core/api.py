@@ -489,11 +489,14 @@ class MetricInput:
 class MetricOutput:
     """values: (B,) float per-example values; flags: named (B,) bool per-example
     facts the record counts (e.g. ``never_flipped``); stats: (B, K) per-example
-    sufficient statistics of a corpus-level metric (None for a mean)."""
+    sufficient statistics of a corpus-level metric (None for a mean); curve: (B, V) the
+    per-step values an erasure metric averages (the drop at k = 1..V tokens removed, or
+    at each bin), NaN where an example has no such step — the points of its curve."""
 
     values: torch.Tensor
     flags: dict[str, torch.Tensor] = field(default_factory=dict)
     stats: torch.Tensor | None = None
+    curve: torch.Tensor | None = None
 
 
 class Metric(Protocol):
