@@ -93,3 +93,29 @@ def curves(x: list[float], lines: dict[str, list[tuple[float, float, float] | No
     ax.set_axisbelow(True)
     ax.legend(fontsize=8, frameon=False)
     return _svg(fig)
+
+
+def heatmap(names: list[str], values: list[list[float | None]], title: str, *,
+            low: float, high: float) -> str:
+    """A symmetric explainer x explainer matrix, each cell coloured on [low, high] and
+    labelled with its value (blank: not measured); the diagonal is left empty."""
+    plt = _pyplot()
+    import numpy as np
+
+    grid = np.array([[np.nan if v is None else v for v in row] for row in values], dtype=float)
+    size = max(3.0, 0.42 * len(names) + 1.6)
+    fig, ax = plt.subplots(figsize=(min(WIDTH + 1, size + 1), size))
+    image = ax.imshow(grid, cmap="RdBu" if low < 0 else "Blues", vmin=low, vmax=high)
+    ax.set_xticks(range(len(names)), names, rotation=60, ha="right")
+    ax.set_yticks(range(len(names)), names)
+    for i in range(len(names)):
+        for j in range(len(names)):
+            if not np.isnan(grid[i, j]):
+                # white text where the colour is dark: a diverging map's ends, else its top
+                share = (grid[i, j] - low) / (high - low)
+                dark = abs(share - 0.5) > 0.3 if low < 0 else share > 0.6
+                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                        color="white" if dark else "black")
+    ax.set_title(title, fontsize=9, loc="left")
+    fig.colorbar(image, ax=ax, fraction=0.04)
+    return _svg(fig)

@@ -3,10 +3,13 @@ entry folders (no server, no CDN: every page opens from the file system).
 
 Pages: ``index.html`` lists the suites (task x split x examples x model seeds, with n
 and the entries' count); one page per suite has a tab per metric with its forest plot
-(mean and CI of every explainer, rank 1 filled) and its ranking table, faithfulness
-against cost (seconds per example) and against plausibility where both were
-measured, the explainers' and metrics' cards, and a provenance block (the run
-options, package versions, weights hashes, seeds, machine). Everything is read from
+(mean and CI of every explainer, rank 1 filled), its ranking table with each row's
+paired test against the next, and for an erasure metric its curves with CI bands;
+faithfulness against cost (seconds per example) and against plausibility where both
+were measured, an example explorer, the explainers' and metrics' cards, and a
+provenance block (the run options, package versions, weights hashes, seeds, machine).
+``roar.html`` draws ROAR sweeps, ``agreement.html`` the agreement between explainers
+as heatmaps. Everything is read from
 the entries (``rank`` recomputes every interval from the per-example rows); the
 figures are matplotlib SVG inline in the page; the tabs are a few lines of our own
 JavaScript (``site.js``).
@@ -80,7 +83,7 @@ def suite_slug(task: str, suite: str) -> str:
 
 def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = None,
                command: str | None = None, examples: int = 5,
-               roar: list | None = None) -> list[Path]:
+               roar: list | None = None, agreement: list | None = None) -> list[Path]:
     """Write the site of ``entries`` into ``out``; the pages written (index first).
     ``examples``: how many test examples each suite page's explorer shows."""
     costs = explain_costs(entries)
@@ -89,7 +92,7 @@ def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = N
                               {e.entry_id: describe(e) for e in entries}, costs, out,
                               sources=sources, command=command, curves=curves(entries),
                               explained={e.entry_id: explanations(e) for e in entries},
-                              examples=examples, roar=roar,
+                              examples=examples, roar=roar, agreement=agreement,
                               verdicts=adjacent_verdicts(rows, {e.entry_id: e for e in entries}))
 
 
@@ -138,7 +141,8 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
                        explained: dict[str, dict[str, list[dict]]] | None = None,
                        examples: int = 0, roar: list | None = None,
                        verdicts: dict[tuple, str] | None = None,
-                       curves: list[Curve] | None = None) -> list[Path]:
+                       curves: list[Curve] | None = None,
+                       agreement: list | None = None) -> list[Path]:
     """The site of ranked rows (``rank``'s, or a release's), with each entry's
     ``release.describe`` and its cost per example ((entry, task) -> ``ExplainCost``),
     and the erasure metrics' curves; ``published``: the release's version, named on
@@ -161,9 +165,57 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
     if roar:
         (out / "roar.html").write_text(roar_page(roar), encoding="utf-8")
         written.append(out / "roar.html")
-    written[0].write_text(index_page(suites, sources or [], command, published, bool(roar)),
-                          encoding="utf-8")
+    if agreement:
+        (out / "agreement.html").write_text(agreement_page(agreement), encoding="utf-8")
+        written.append(out / "agreement.html")
+    written[0].write_text(index_page(suites, sources or [], command, published, bool(roar),
+                                     bool(agreement)), encoding="utf-8")
     return written
+
+
+def agreement_page(records: list) -> str:
+    """Agreement between explainers (``faithbench agreement``'s records, the newest per
+    task, model seed and split): Kendall τ-b and top-k overlap as heatmaps, then every
+    pair with its CIs."""
+    newest = {}
+    for r in sorted(records, key=lambda r: r.created_at):
+        newest[(r.task, r.model_seed, r.split)] = r
+    parts = ["<p><a href=\"index.html\">all suites</a></p><h1>Agreement between explainers</h1>",
+             ("<p>How alike two explainers rank the tokens of the same examples: the mean "
+              "Kendall τ-b of their scores, and the share of their top-k tokens they have "
+              "in common (top-k overlap, k the given fraction of each example's tokens), "
+              "each averaged over the examples with a 95% percentile-bootstrap CI (the "
+              "table). Agreement is not faithfulness: two "
+              "explainers can agree and both be wrong.</p>")]
+    for (task, seed, split), r in newest.items():
+        names = list(dict.fromkeys(n for row in r.rows for n in (row["a"], row["b"])))
+        at = {name: i for i, name in enumerate(names)}
+        k_frac = r.rows[0].get("k_frac") if r.rows else None
+        what = f"{task}, model seed {seed}, {split} split" + (
+            f", top-k with k = {k_frac:g} of the tokens" if k_frac else "")
+        parts.append(f"<h2>{esc(what)}</h2>")
+        for key, label, low in (("tau_mean", "Kendall τ-b", -1.0),
+                                ("topk_overlap_mean", "top-k overlap", 0.0)):
+            grid: list[list[float | None]] = [[None] * len(names) for _ in names]
+            for row in r.rows:
+                grid[at[row["a"]]][at[row["b"]]] = grid[at[row["b"]]][at[row["a"]]] = row[key]
+            parts.append("<figure>" + plots.heatmap(names, grid, f"{label}: {what}",
+                                                    low=low, high=1.0) + "</figure>")
+        parts.append("<table><tr><th>a</th><th>b</th><th>n</th><th>Kendall τ-b [95% CI]</th>"
+                     "<th>top-k overlap [95% CI]</th></tr>" + "".join(
+                         f"<tr><td>{esc(row['a'])}</td><td>{esc(row['b'])}</td>"
+                         f"<td class=\"num\">{row['n']}</td>"
+                         f"<td class=\"num\">{_ci(row, 'tau')}</td>"
+                         f"<td class=\"num\">{_ci(row, 'topk_overlap')}</td></tr>"
+                         for row in r.rows) + "</table>")
+    return page("Agreement between explainers", "\n".join(parts))
+
+
+def _ci(row: dict, stem: str) -> str:
+    mean, low, high = (row.get(f"{stem}_{k}") for k in ("mean", "ci_low", "ci_high"))
+    if mean is None:
+        return "n/a"
+    return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
 
 
 def roar_page(rows: list) -> str:
@@ -208,7 +260,8 @@ def published_note(published: str | None) -> str:
 
 
 def index_page(suites: dict, sources: list[str], command: str | None,
-               published: str | None = None, roar: bool = False) -> str:
+               published: str | None = None, roar: bool = False,
+               agreement: bool = False) -> str:
     lines = ["<h1>faithbench leaderboard</h1>", published_note(published),
              ("<p>Does an explanation point at the tokens the model relied on? Each suite "
               "ranks explainers scored on the same model checkpoints and examples; entries "
@@ -229,6 +282,9 @@ def index_page(suites: dict, sources: list[str], command: str | None,
     if roar:
         lines.append("<p><a href=\"roar.html\">ROAR: remove and retrain</a> (curves with "
                      "CI bands, RACU, shift and leakage diagnostics)</p>")
+    if agreement:
+        lines.append("<p><a href=\"agreement.html\">Agreement between explainers</a> "
+                     "(Kendall τ-b and top-k overlap heatmaps)</p>")
     lines.append(provenance_of_build(sources, command))
     return page("faithbench leaderboard", "\n".join(lines))
 

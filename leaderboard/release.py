@@ -3,8 +3,8 @@
 explainer ranks without rerunning the references.
 
 A release holds, per suite, the ranked rows (mean, CI, n, seeds: ``Ranked``, with the
-explainer's cost per example), the erasure metrics' curves with their CIs, what each
-entry is (explainer spec, weights hashes,
+explainer's cost per example), the erasure metrics' curves with their CIs, the
+agreement records it was given, what each entry is (explainer spec, weights hashes,
 package versions, machine, run options) and the command that reproduces it — no
 per-example values, and no file over 1 MiB. ``faithbench release`` writes one from
 entry folders; ``faithbench leaderboard --published`` and ``faithbench site
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.records import AgreementRecord, read_agreements
 from faithbench.leaderboard.cost import COLUMNS as COST_COLUMNS
 from faithbench.leaderboard.cost import ExplainCost, explain_costs
 from faithbench.leaderboard.curves import Curve, curves
@@ -38,6 +39,7 @@ RELEASES = Path(__file__).resolve().parent / "releases"
 MAX_BYTES = 1024 * 1024  # no file of a release over 1 MiB
 RANKED, ENTRIES, MANIFEST = "ranked.jsonl", "entries.jsonl", "manifest.json"
 CURVES = "curves.jsonl"  # erasure curves (from release 2 on; an older release has none)
+AGREEMENT = "agreement.jsonl"  # agreement records, where the release was given some
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class Release:
     costs: dict[tuple[str, str], ExplainCost]  # (entry id, task) -> cost per example
     entries: dict[str, dict]  # entry id -> ``describe``'s dict
     curves: list[Curve]  # the erasure metrics' curves (``faithbench.leaderboard.curves``)
+    agreement: list[AgreementRecord]  # ``faithbench agreement``'s records
 
     @property
     def version(self) -> str:
@@ -97,8 +100,10 @@ def rerun_command(task: str, entries: list[dict]) -> str:
 
 
 def write_release(entries: list[Entry], out: Path, version: str, *,
-                  commands: list[str] | None = None) -> list[Path]:
-    """Write release ``version`` of ``entries`` into ``out``; the files written."""
+                  commands: list[str] | None = None,
+                  agreement: list[AgreementRecord] | None = None) -> list[Path]:
+    """Write release ``version`` of ``entries`` (and of ``agreement``'s records) into
+    ``out``; the files written."""
     if not entries:
         raise InputError("a release needs at least one entry")
     out.mkdir(parents=True, exist_ok=True)
@@ -126,6 +131,9 @@ def write_release(entries: list[Entry], out: Path, version: str, *,
              CURVES: "".join(json.dumps(json_safe(c.as_dict()), ensure_ascii=False) + "\n"
                              for c in curves(entries)),
              MANIFEST: json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"}
+    if agreement:
+        files[AGREEMENT] = "".join(json.dumps(json_safe(r.as_dict()), ensure_ascii=False) + "\n"
+                                   for r in agreement)
     for name, text in files.items():
         if len(text.encode()) > MAX_BYTES:
             raise InputError(f"release file {name} would be {len(text.encode()):,} bytes, over "
@@ -161,11 +169,12 @@ def read_release(path: Path | str | None = None) -> Release:
         found = ([Curve(**json.loads(line)) for line in
                   curve_file.read_text(encoding="utf-8").splitlines()]
                  if curve_file.exists() else [])
+        agreement = read_agreements(folder / AGREEMENT) if (folder / AGREEMENT).exists() else []
     except FileNotFoundError as exc:
         raise InputError(f"not a faithbench release: {exc.filename} is missing") from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"release {folder}: not JSON ({exc})") from exc
-    return Release(folder, manifest, rows, costs, entries, found)
+    return Release(folder, manifest, rows, costs, entries, found, agreement)
 
 
 def latest() -> Path:

@@ -84,3 +84,20 @@ def test_the_shipped_release_reads_and_keeps_its_limits():
         assert suite["rerun"].startswith("faithbench --threads 1 run")
         # only explainers a run can rerun: no alignment read from a file (eflomal, ...)
         assert "eflomal" not in suite["rerun"] and "+intersect" not in suite["rerun"]
+
+
+def test_agreement_records_ship_in_a_release_and_reach_its_site(board, tmp_path):
+    from faithbench.benchmark.core.records import read_agreements
+
+    run = board.parent
+    assert main(["agreement", "--task", "synthetic", "--out", str(run), "--limit", "40",
+                 "--explainers", "attention", "gradient", "--no-progress"]) == 0
+    assert main(["release", "--entries", str(board), "--agreement", str(run),
+                 "--version", "v9", "--out", str(tmp_path / "v9")]) == 0
+    shipped = read_release(tmp_path / "v9").agreement
+    assert shipped == read_agreements(run / "agreement.jsonl")
+    assert main(["site", "--published", str(tmp_path / "v9"), "--out",
+                 str(tmp_path / "site")]) == 0
+    page = (tmp_path / "site" / "agreement.html").read_text()
+    row = shipped[0].rows[0]
+    assert f"<td>{row['a']}</td><td>{row['b']}</td>" in page

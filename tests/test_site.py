@@ -140,3 +140,27 @@ def test_roar_page_draws_the_curves_and_the_report(tmp_path):
     # example part alone: 0.8 ± t(9) · sqrt(0.8 · 0.2 · 10/9 / 10) = 0.8 ± 2.262 · 0.1333;
     # attention: seeds 0.6 and 0.7, mean 0.65
     assert "0.800 [0.498, 1.102]" in dom and "0.650 [" in dom
+
+
+def test_agreement_page_draws_both_heatmaps_and_every_pair(site, tmp_path):
+    """``faithbench agreement`` on the site's run, drawn: a τ-b and a top-k heatmap per
+    record, every pair in the table with the record's own numbers."""
+    from faithbench.benchmark.core.records import read_agreements
+
+    folder, entries = site
+    run = entries[0].path.parent.parent
+    assert main(["agreement", "--task", "synthetic", "--out", str(run), "--explainers",
+                 *EXPLAINERS, "--no-progress"]) == 0
+    assert main(["site", "--agreement", str(tmp_path / "nowhere"), "--entries",
+                 str(run / "leaderboard"), "--out", str(tmp_path / "s")]) == 2
+    assert main(["site", "--agreement", str(run), "--entries", str(run / "leaderboard"),
+                 "--out", str(tmp_path / "s")]) == 0
+    assert 'href="agreement.html"' in (tmp_path / "s" / "index.html").read_text()
+    dom, console = render(tmp_path / "s" / "agreement.html", tmp_path / "agreement.png")
+    assert console == []
+    assert dom.count("<figure><svg") == 2
+    record = read_agreements(run / "agreement.jsonl")[-1]
+    assert len(record.rows) == 3  # three explainers, three pairs
+    for row in record.rows:
+        cell = f"{row['tau_mean']:.3f} [{row['tau_ci_low']:.3f}, {row['tau_ci_high']:.3f}]"
+        assert f"<td>{row['a']}</td><td>{row['b']}</td>" in dom and cell in dom

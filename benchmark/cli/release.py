@@ -14,6 +14,9 @@ def add_arguments(p) -> None:
     p.add_argument("--entries", nargs="+", required=True, help="entry folders")
     p.add_argument("--version", required=True, help="e.g. v1")
     p.add_argument("--out", help="release folder (default: the package's releases/VERSION)")
+    p.add_argument("--agreement", nargs="+", default=[], metavar="RECORDS",
+                   help="agreement records to ship (agreement.jsonl files or the folders "
+                   "holding them), drawn by `faithbench site --published`")
     p.add_argument("--commands-file", help="a text file of the commands that produced the "
                    "entries, one per line, kept in the manifest")
 
@@ -30,7 +33,10 @@ def main(args) -> int:
         commands = [line.rstrip() for line in Path(args.commands_file).read_text().splitlines()
                     if line.strip()]
     out = Path(args.out) if args.out else RELEASES / args.version
-    files = write_release(entries, out, args.version, commands=commands)
+    from faithbench.benchmark.cli.site import agreement_records
+
+    files = write_release(entries, out, args.version, commands=commands,
+                          agreement=agreement_records(args.agreement))
     size = sum(f.stat().st_size for f in files)
     print(f"release {args.version}: {len(entries)} entries, {size / 1024:.0f} KiB in "
           f"{len(files)} files, in {out}")

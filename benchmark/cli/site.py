@@ -25,6 +25,10 @@ def add_arguments(p) -> None:
     p.add_argument("--roar", nargs="+", default=[], metavar="ROWS",
                    help="ROAR sweeps to draw: rows.jsonl files, or the folders holding "
                    "them (`faithbench roar --out DIR` writes DIR/roar/rows.jsonl)")
+    p.add_argument("--agreement", nargs="+", default=[], metavar="RECORDS",
+                   help="agreement records to draw as heatmaps: agreement.jsonl files, or "
+                   "the folders holding them (`faithbench agreement --out DIR` writes "
+                   "DIR/agreement.jsonl)")
     p.add_argument("--published", nargs="?", const="", default=None, metavar="RELEASE",
                    help="the site of the published reference results (or a release "
                    "folder), with your --entries beside them where given")
@@ -44,11 +48,12 @@ def main(args) -> int:
     if args.published is not None:
         return _published(args, command)
     entries = read_entry_folders(args.entries)
-    if not entries and not args.roar:
+    if not entries and not args.roar and not args.agreement:
         raise InputError(f"no leaderboard entries under {', '.join(args.entries) or '-'}; "
                          "`faithbench run` or `faithbench submit` writes them")
     pages = build_site(entries, Path(args.out), sources=args.entries,
-                       command=command, examples=args.examples, roar=roar_rows(args.roar))
+                       command=command, examples=args.examples, roar=roar_rows(args.roar),
+                       agreement=agreement_records(args.agreement))
     print(f"wrote {len(pages)} pages ({len(entries)} entries) to {args.out}; "
           f"open {Path(args.out) / 'index.html'}")
     return 0
@@ -66,10 +71,27 @@ def _published(args, command: str) -> int:
     rows, costs, described, curves = beside(release, args.entries)
     pages = build_site_of_rows(rows, described, costs, Path(args.out), command=command,
                                sources=[str(release.path)], published=release.version,
-                               curves=curves)
+                               curves=curves,
+                               agreement=release.agreement + agreement_records(args.agreement))
     print(f"wrote {len(pages)} pages (release {release.version}) to {args.out}; "
           f"open {Path(args.out) / 'index.html'}")
     return 0
+
+
+def agreement_records(paths: list[str]) -> list:
+    """The agreement records of files or folders (DIR/agreement.jsonl)."""
+    from pathlib import Path
+
+    from faithbench.benchmark.core.errors import InputError
+    from faithbench.benchmark.core.records import read_agreements
+
+    records = []
+    for given in map(Path, paths):
+        found = next((p for p in (given, given / "agreement.jsonl") if p.is_file()), None)
+        if found is None:
+            raise InputError(f"--agreement {given}: no agreement.jsonl there")
+        records += read_agreements(found)
+    return records
 
 
 def roar_rows(paths: list[str]) -> list:
