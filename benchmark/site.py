@@ -453,6 +453,26 @@ def scatters(rows: list[Ranked], costs: dict) -> list[str]:
         out.append("<h2>Faithfulness against plausibility</h2><figure>"
                    + plots.scatter(both, next(iter(plaus.values())).metric_name, name)
                    + "</figure>")
+    return out + alignment_scatter(rows)
+
+
+def alignment_scatter(rows: list[Ranked]) -> list[str]:
+    """Alignment suites: each explainer's link precision (against sure and possible gold
+    links) against its recall (of the sure links), for the links of each linking rule
+    (argmax, threshold, ...) that both were scored with: where AER's one number hides
+    whether an explainer links too much or too little."""
+    out = []
+    precision = [r for r in rows if r.metric_name == "alignment_precision"]
+    for links in dict.fromkeys(r.metric.replace("alignment_precision", "", 1) for r in precision):
+        recall = {r.entry_id: r for r in rows if r.metric == "alignment_recall" + links}
+        points = [(r.explainer_name, recall[r.entry_id].mean, r.mean) for r in precision
+                  if r.metric == "alignment_precision" + links and r.entry_id in recall]
+        if len(points) > 1:
+            rule = links.split("@")[0].strip("[]") or "argmax links"
+            out.append(f"<h2>Alignment: precision against recall ({esc(rule)})</h2><figure>"
+                       + plots.scatter(points, "alignment_recall (sure links found)",
+                                       "alignment_precision (links that are gold)")
+                       + "</figure>")
     return out
 
 

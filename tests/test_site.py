@@ -164,3 +164,25 @@ def test_agreement_page_draws_both_heatmaps_and_every_pair(site, tmp_path):
     for row in record.rows:
         cell = f"{row['tau_mean']:.3f} [{row['tau_ci_low']:.3f}, {row['tau_ci_high']:.3f}]"
         assert f"<td>{row['a']}</td><td>{row['b']}</td>" in dom and cell in dom
+
+
+def test_alignment_suites_get_precision_against_recall_per_linking_rule(site):
+    """Each explainer at (its recall, its precision), one figure per linking rule that
+    both metrics were scored with (rows made from the run's, renamed)."""
+    from dataclasses import replace
+
+    from faithbench.benchmark.site import alignment_scatter
+
+    _, entries = site
+    base = [r for r in rank(entries) if r.metric.startswith("comprehensiveness")][:3]
+    rows = []
+    for links in ("@1", "[links=threshold;fraction=0.5]@1"):
+        for name, shift in (("alignment_precision", 0.1), ("alignment_recall", 0.2)):
+            rows += [replace(r, metric=name + links, metric_name=name, mean=shift + i / 10)
+                     for i, r in enumerate(base)]
+    figures = alignment_scatter(rows)
+    assert len(figures) == 2
+    assert "(argmax links)" in figures[0] and "(links=threshold;fraction=0.5)" in figures[1]
+    for r in base:  # every explainer is labelled in both
+        assert all(r.explainer_name in f for f in figures)
+    assert alignment_scatter([r for r in rows if r.metric_name == "alignment_precision"]) == []

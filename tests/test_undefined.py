@@ -4,6 +4,7 @@ never a crash; the leaderboard shows the count and compares on what both define.
 
 import json
 import math
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -53,6 +54,20 @@ def test_a_metric_undefined_everywhere_is_an_input_error(tmp_path, synthetic_rea
     config = RunConfig(metrics=("taucorr_loo",), progress=False)
     with pytest.raises(InputError, match=r"taucorr_loo.*undefined \(NaN\) on all 3 examples"):
         score_file("synthetic", _write(tmp_path / "a.jsonl", rows), config)
+
+
+
+def test_a_corpus_metric_with_a_zero_denominator_is_an_input_error(tmp_path, synthetic_ready,
+                                                                  capsys):
+    """The synthetic task's rationales are possible links only: recall of sure links has
+    nothing to divide by, which names the metric and the statistic, not a traceback."""
+    from faithbench.benchmark.cli import main
+
+    assert main(["run", "--out", str(tmp_path / "r"), "--explainers", "random", "--metrics",
+                 "alignment_recall", "--limit", "12", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"alignment_recall@1 is undefined on synthetic.*denominator \(sure\) is 0 "
+                     r"over all 12 examples", err), err
 
 
 # --- the leaderboard: counted in rank, render and compare; pairs on what both define --------
