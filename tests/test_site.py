@@ -147,7 +147,7 @@ def test_agreement_page_draws_both_heatmaps_and_every_pair(site, tmp_path):
     record, every pair in the table with the record's own numbers."""
     from faithbench.benchmark.core.records import read_agreements
 
-    folder, entries = site
+    _, entries = site
     run = entries[0].path.parent.parent
     assert main(["agreement", "--task", "synthetic", "--out", str(run), "--explainers",
                  *EXPLAINERS, "--no-progress"]) == 0
