@@ -18,6 +18,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from tabulate import tabulate
 
@@ -217,20 +218,39 @@ def render_matrix(
     prefer: str | None = None,
     cost: Mapping[tuple[str, str], ExplainCost] | None = None,
     rows: list[Ranked] | None = None,
+    short: bool = False,
 ) -> str:
     """Explainers as rows, the task's metrics as columns (``rank.matrix`` picks, ranks
     and orders them; see there for ``sort_by``, ``prefer`` and ``metrics``); with
     ``cost`` (``leaderboard.cost.explain_costs``), each explainer's cost per example
     in the last columns; ``rows``: rows already ranked (a published release's) instead
-    of ranking ``entries``."""
+    of ranking ``entries``; ``short``: explainers by name (``short_names``)."""
     _check_fmt(fmt)
     found = (matrices(entries, task, family=family, sort_by=sort_by, metrics=metrics,
                       prefer=prefer) if rows is None else
              matrices_of_rows([r for r in rows if family is None or r.family == family], task,
                               sort_by=sort_by, metrics=metrics, prefer=prefer))
+    if short:
+        found = [replace(m, explainers=short_names(m.rows)) for m in found]
     if fmt == "csv":  # one CSV, a suite column telling the tables apart
         return "".join(_matrix_csv(m, cost, header=i == 0) for i, m in enumerate(found))
     return "\n".join(_matrix_text(m, fmt, cost) for m in found)
+
+
+def short_names(rows: Sequence[Ranked]) -> dict[str, str]:
+    """Entry id -> the explainer's name (``lime``, not its id with every parameter),
+    where no other entry of its task and suite has that name; else its full id, so two
+    settings of one explainer stay apart. For tables people read, not for matching."""
+    entries = {(r.task, r.suite, r.entry_id): r for r in rows}
+    count = Counter((task, suite, r.explainer_name) for (task, suite, _), r in entries.items())
+    return {e: r.explainer_name if count[(task, suite, r.explainer_name)] == 1 else r.explainer
+            for (task, suite, e), r in entries.items()}
+
+
+def with_short_names(rows: list[Ranked]) -> list[Ranked]:
+    """``rows`` with each explainer shown by its ``short_names`` label."""
+    names = short_names(rows)
+    return [replace(r, explainer=names[r.entry_id]) for r in rows]
 
 
 def _matrix_csv(m: Matrix, cost, header: bool) -> str:

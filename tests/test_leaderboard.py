@@ -935,3 +935,25 @@ def test_wide_metric_sorts_by_the_named_metrics_default_parameters(tmp_path, cap
                  "comprehensiveness"]) == 0
     body = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     assert [md_cells(line)[0] for line in body[1:]] == [ATT, GRAD]
+
+
+def test_short_names_where_unique_in_the_suite_full_ids_where_not(tmp_path, capsys):
+    """``--short-names``: ``random`` reads as its name; two settings of integrated
+    gradients in one suite keep their full ids, so the rows stay apart; CSV keeps ids."""
+    from faithbench.benchmark.cli import main
+
+    out = tmp_path / "r"
+    assert main(["run", "--out", str(out), "--explainers", "random", "integrated_gradients",
+                 "integrated_gradients[n_steps=4]", "--metrics", "comprehensiveness",
+                 "--limit", "12", "--no-progress"]) == 0
+    capsys.readouterr()
+    board = str(out / "leaderboard")
+    for extra in ([], ["--wide"]):
+        assert main(["leaderboard", "--entries", board, "--format", "markdown",
+                     "--short-names", *extra]) == 0
+        text = capsys.readouterr().out
+        assert "| random " in text and "random[distribution=uniform]@1" not in text
+        assert "integrated_gradients[baseline=baseline_id;method=gausslegendre;n_steps=4]@1" \
+            in text and "n_steps=50]@1" in text
+    assert main(["leaderboard", "--entries", board, "--format", "csv", "--short-names"]) == 0
+    assert "random[distribution=uniform]@1" in capsys.readouterr().out

@@ -37,6 +37,10 @@ def add_arguments(p) -> None:
     p.add_argument("--metrics", nargs="+", default=[],
                    help="with --wide: these metric columns, in this order (names or ids, "
                    "e.g. 'comprehensiveness[eraser=mask]')")
+    p.add_argument("--short-names", action="store_true",
+                   help="explainers by name (lime) instead of their full ids with every "
+                   "parameter, where the name is unique in its suite (table, markdown, "
+                   "latex; csv and json keep the ids)")
     p.add_argument("--published", nargs="?", const="", default=None, metavar="RELEASE",
                    help="the published reference results shipped with faithbench (or a "
                    "release folder), with your --entries beside them where the folder "
@@ -65,16 +69,27 @@ def main(args) -> int:
         print(render_leaderboard(rows, "json", cost=cost), end="")
         return 0
     if not args.wide:
-        print(render_leaderboard(rank(entries, task=args.task, metric=args.metric,
-                                      family=args.family), args.format, cost=cost))
+        rows = rank(entries, task=args.task, metric=args.metric, family=args.family)
+        print(render_leaderboard(_named(rows, args), args.format, cost=cost))
         return 0
     columns = _metric_ids(options.split_list(args.metrics))
     prefer = "comprehensiveness" if args.family in (None, "faithfulness") else None
     for task in [args.task] if args.task else sorted({t for e in entries for t in e.suite}):
         print(output.matrices(entries, task, args.format, family=args.family,
                               sort_by=_sort_key(args.metric), metrics=columns, prefer=prefer,
-                              cost=cost) + "\n")
+                              cost=cost, short=_short(args)) + "\n")
     return 0
+
+
+def _short(args) -> bool:
+    """Short names only in tables people read; CSV and JSON keep the ids."""
+    return args.short_names and args.format not in ("csv", "json")
+
+
+def _named(rows, args):
+    from faithbench.leaderboard.render import with_short_names
+
+    return with_short_names(rows) if _short(args) else rows
 
 
 def _published(args) -> int:
@@ -95,13 +110,14 @@ def _published(args) -> int:
                          f"metric={args.metric!r}")
     costs = cost if args.cost else None
     if args.format == "json" or not args.wide:
-        print(render_leaderboard(rows, args.format, cost=costs), end="" if args.format == "json"
-              else "\n")
+        print(render_leaderboard(_named(rows, args), args.format, cost=costs),
+              end="" if args.format == "json" else "\n")
     else:
         columns = _metric_ids(options.split_list(args.metrics))
         for task in sorted({r.task for r in rows}):
-            print(render_matrix([], task, args.format, sort_by=_sort_key(args.metric), metrics=columns,
-                                prefer="comprehensiveness", cost=costs, rows=rows) + "\n")
+            print(render_matrix([], task, args.format, sort_by=_sort_key(args.metric),
+                                metrics=columns, prefer="comprehensiveness", cost=costs,
+                                rows=rows, short=_short(args)) + "\n")
     if args.format in ("table", "markdown"):
         print(f"Published release {release.version} ran on the release machine's models; "
               "your runs train your own (weights differ across machines and thread counts), "

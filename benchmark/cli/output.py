@@ -17,20 +17,20 @@ def checks(results) -> bool:
 
 
 def matrix(entries, task: str, fmt: str, *, family=None, sort_by=None, metrics=None,
-           prefer: str | None = None, cost=None) -> str:
+           prefer: str | None = None, cost=None, short: bool = False) -> str:
     """Explainers x metrics, sorted by ``sort_by`` (a metric the user named: it must
     match one) or else by ``prefer`` where the task has it, else the first column."""
     from faithbench.leaderboard.render import render_matrix
 
     return render_matrix(entries, task, fmt, family=family, sort_by=sort_by, metrics=metrics,
-                         prefer=prefer, cost=cost)
+                         prefer=prefer, cost=cost, short=short)
 
 
 SANITY = "sanity"
 
 
 def matrices(entries, task: str, fmt: str, *, family=None, sort_by=None, metrics=None,
-             prefer: str | None = None, cost=None) -> str:
+             prefer: str | None = None, cost=None, short: bool = False) -> str:
     """``matrix``; but where neither a family nor columns are asked for, the sanity
     checks (family "sanity": does the explanation change with the model?) get a table of
     their own after the task's other metrics, as they answer another question."""
@@ -41,14 +41,14 @@ def matrices(entries, task: str, fmt: str, *, family=None, sort_by=None, metrics
     families = {r.family for r in rows}
     if SANITY not in families or families == {SANITY}:
         return matrix(entries, task, fmt, family=family, sort_by=sort_by, metrics=metrics,
-                      prefer=prefer, cost=cost)
+                      prefer=prefer, cost=cost, short=short)
     order = sorted({(FAMILIES.index(r.family), r.metric) for r in rows if r.family != SANITY})
     sanity_sort = sort_by is not None and any(matches(r.metric, sort_by) for r in rows
                                               if r.family == SANITY)
     rest = matrix(entries, task, fmt, metrics=[m for _, m in order], prefer=prefer,
-                  sort_by=None if sanity_sort else sort_by, cost=cost)
+                  sort_by=None if sanity_sort else sort_by, cost=cost, short=short)
     return rest + "\n" + matrix(entries, task, fmt, family=SANITY,
-                                sort_by=sort_by if sanity_sort else None, cost=cost)
+                                sort_by=sort_by if sanity_sort else None, cost=cost, short=short)
 
 
 def summary(result) -> None:
