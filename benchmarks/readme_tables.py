@@ -1,4 +1,5 @@
-"""Regenerate the leaderboard tables of README.md and docs/results.md from result files.
+"""Regenerate the leaderboard tables of README.md and of the results pages
+(docs/results/*.md) from result files.
 
 Each measured table in the README sits under the command that prints it, on a line of
 its own in backticks (`` `faithbench leaderboard --entries runs/... --format markdown
@@ -24,8 +25,8 @@ from pathlib import Path
 from faithbench.benchmark.cli import main as faithbench
 
 ROOT = Path(__file__).resolve().parent.parent
-# the README's headline table and every table of the results page
-PAGES = (ROOT / "README.md", ROOT / "docs" / "results.md")
+# the README's headline table and every table of the results pages, one page per group
+PAGES = (ROOT / "README.md", *sorted((ROOT / "docs" / "results").glob("*.md")))
 PREFIXES = ("`faithbench leaderboard ", "`faithbench compare ")
 
 

@@ -10,6 +10,12 @@ from ``faithbench.benchmark``. So, as ``.ci/typecheck`` does for mypy, a tempora
 folder gets a ``faithbench/`` of symlinks laid out as package-dir says, and goes first
 in the python handler's ``paths``.
 
+``on_page_markdown``: a marker line ``<!-- faithbench-reference: NAME -->`` in a page
+(the reference pages, and the erasers concept) is replaced by the section that
+``docs/gen_reference.py`` generates from the code (the CLI's ``--help``, the registries'
+specs, the module docstrings that are the cards, the JSON Schemas), so those pages are
+never typed by hand and cannot go stale.
+
 ``DoctestBlocks``: the docstrings hold doctests (``>>>`` lines and their output, which
 ``tests/test_doctests.py`` runs) in running text, which Markdown would read as text
 (``['a', 'b']`` as a link); each becomes a fenced ``pycon`` block.
@@ -18,6 +24,7 @@ in the python handler's ``paths``.
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import shutil
 import tempfile
 import tomllib
@@ -55,29 +62,25 @@ def on_config(config):
     return config
 
 
-def fence_doctests(text: str) -> str:
-    """Fence each doctest block (a line starting ``>>>`` at the margin, up to the next
-    blank line: the examples and their expected output) as ``pycon``, with a blank line
-    before it; text and fenced blocks are left as they are."""
-    lines = text.split("\n")
-    out: list[str] = []
-    fenced = False
-    i = 0
-    while i < len(lines):
-        if lines[i].startswith("```"):
-            fenced = not fenced
-        if fenced or not lines[i].startswith(">>>"):
-            out.append(lines[i])
-            i += 1
-            continue
-        if out and out[-1].strip():
-            out.append("")
-        out.append("```pycon")
-        while i < len(lines) and lines[i].strip():
-            out.append(lines[i])
-            i += 1
-        out.append("```")
-    return "\n".join(out)
+def _gen_reference():
+    """``docs/gen_reference.py`` as a module (docs/ is no package; the hook is loaded
+    from its file path)."""
+    spec = importlib.util.spec_from_file_location(
+        "faithbench_docs_gen_reference", REPO / "docs" / "gen_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+GEN = _gen_reference()
+
+
+def on_page_markdown(markdown, page, config, files):
+    return GEN.expand(markdown) if GEN.MARKER.search(markdown) else markdown
+
+
+# one rule for the docstrings mkdocstrings renders and for the generated cards
+fence_doctests = GEN.fence_doctests
 
 
 class DoctestBlocks(griffe.Extension):

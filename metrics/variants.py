@@ -147,7 +147,7 @@ class Candidates:
 #              Machine-free; it is what numpy runs where it has no SIMD argsort.
 #   numpy      this process's ``np.argsort``: depends on numpy's version and the CPU
 #              (x86-simd-sort on AVX-512, and on AVX2 from numpy 2), so use it only to
-#              match a ferret run on the same machine (README, "ferret side by side").
+#              match a ferret run on the same machine (docs/results/ferret.md).
 TIES = (None, "stable", "introsort", "numpy")
 SMALL_QUICKSORT = 15  # numpy: partitions of at most 16 elements go to insertion sort
 

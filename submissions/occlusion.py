@@ -20,7 +20,7 @@ definition the single deletion that lowers p(target) most. So it wins ``flip_rat
 (and the k = 1 terms of ``aopc_morf`` and ``comprehensiveness``) by construction on
 a binary task, where the largest drop is the likeliest flip; its lead there says
 more about the match of operators than about faithfulness. Compare explainers also
-under ``eraser=mask`` (occlusion still deletes), as the README's robustness table
+under ``eraser=mask`` (occlusion still deletes), as the robustness table of docs/results/sst2.md
 does.
 """
 

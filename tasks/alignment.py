@@ -138,7 +138,7 @@ class AlignmentTask:
         root = resolve_data_dir(options.data_dir)
         if root is None:
             raise InputError("task alignment has no hub copy: pass --data-dir DIR with "
-                             "DIR/alignment/{gold,parallel} (see README, Tasks)")
+                             "DIR/alignment/{gold,parallel} (see docs/guides/alignment.md)")
         return Path(root) / (options.variant or DEFAULT_VARIANT)
 
     def _check_trainable(self, options: TaskOptions, training: list, held: list) -> None:

@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 FAMILIES = ("bilstm", "transformer")
 BASE = "all-MiniLM-L6-v2"
-# fine-tuning, chosen on SST-2 validation (README: "Transformer models")
+# fine-tuning, chosen on SST-2 validation (docs/guides/transformers.md)
 TRAIN = TrainConfig(epochs=3, patience=1, lr=1e-4, batch_size=32, weight_decay=0.01, clip=1.0,
                     optimizer="adamw", warmup=0.1)
 

@@ -59,3 +59,20 @@ def test_a_new_command_without_a_table_gets_one_and_the_text_after_it_stays(
     assert new == [cmd, "", *printed, "", "prose of the next section", "", "| its | table |",
                    "|---|---|"]
     assert readme_tables.regenerate(new, tmp_path)[0] == new  # and again: unchanged
+
+
+def test_the_script_covers_the_readme_and_every_results_page():
+    """Every page that holds a leaderboard or compare command line is one the script
+    regenerates: the README and each results page (docs/results/*.md, one per table
+    group), so no table there is kept by hand."""
+    root = SCRIPT.parent.parent
+    pages = set(readme_tables.PAGES)
+    results = sorted((root / "docs" / "results").glob("*.md"))
+    assert len(results) >= 8 and root / "README.md" in pages
+    assert set(results) <= pages
+    for page in (root / "docs").rglob("*.md"):
+        commands = [line for line in page.read_text(encoding="utf-8").splitlines()
+                    if readme_tables.command_of(line) is not None]
+        assert not commands or page in pages, (page, commands[:1])
+    assert sum(readme_tables.command_of(line) is not None for page in pages
+               for line in page.read_text(encoding="utf-8").splitlines()) >= 13
