@@ -186,3 +186,26 @@ def test_alignment_suites_get_precision_against_recall_per_linking_rule(site):
     for r in base:  # every explainer is labelled in both
         assert all(r.explainer_name in f for f in figures)
     assert alignment_scatter([r for r in rows if r.metric_name == "alignment_precision"]) == []
+
+
+def test_the_shipped_releases_site_renders_every_page(tmp_path):
+    """``faithbench site --published``: the reference results shipped with the package,
+    every page opened in Chromium with no console message, every ranked row present."""
+    from faithbench.leaderboard.release import read_release
+
+    release = read_release()
+    out = tmp_path / "published"
+    assert main(["site", "--published", "--out", str(out)]) == 0
+    pages = sorted(out.glob("*.html"))
+    weight = sum(p.stat().st_size for p in out.iterdir())
+    print(f"\npublished {release.version} site: {len(pages)} pages, {weight / 1024:.0f} KiB "
+          f"in all; screenshots in {tmp_path}")
+    assert len(pages) == 1 + len({(r.task, r.suite) for r in release.rows}) + (
+        1 if release.agreement else 0)
+    for page in pages:
+        dom, console = render(page, tmp_path / f"{page.stem}.png")
+        assert console == [], page.name
+        assert f"Published release {release.version}" in dom or page.name == "agreement.html"
+    names = {r.explainer_name for r in release.rows}
+    doms = "".join(p.read_text() for p in pages)
+    assert all(name in doms for name in names)
