@@ -18,13 +18,14 @@ def _pyplot():
     matplotlib.use("Agg")  # no display: the site is built anywhere
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"svg.fonttype": "none", "font.size": 9})
+    # svg.hashsalt: the same figure gets the same element ids, so a page is reproducible
+    plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "svg.hashsalt": "faithbench"})
     return plt
 
 
 def _svg(fig) -> str:
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     _pyplot().close(fig)
     text = buf.getvalue()
     return text[text.index("<svg"):]  # inline: no XML prologue or doctype

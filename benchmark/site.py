@@ -92,7 +92,8 @@ def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = N
                               {e.entry_id: describe(e) for e in entries}, costs, out,
                               sources=sources, command=command, curves=curves(entries),
                               explained={e.entry_id: explanations(e) for e in entries},
-                              examples=examples, roar=roar, agreement=agreement,
+                              examples=examples, roar=roar_summary(roar) if roar else None,
+                              agreement=agreement,
                               verdicts=adjacent_verdicts(rows, {e.entry_id: e for e in entries}))
 
 
@@ -139,7 +140,7 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
                        *, sources: list[str] | None = None, command: str | None = None,
                        published: str | None = None,
                        explained: dict[str, dict[str, list[dict]]] | None = None,
-                       examples: int = 0, roar: list | None = None,
+                       examples: int = 0, roar: dict | None = None,
                        verdicts: dict[tuple, str] | None = None,
                        curves: list[Curve] | None = None,
                        agreement: list | None = None) -> list[Path]:
@@ -218,14 +219,37 @@ def _ci(row: dict, stem: str) -> str:
     return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
 
 
-def roar_page(rows: list) -> str:
-    """The ROAR sweep of ``rows`` (``RoarRow``): per task and curve kind, accuracy of
-    the retrained models against the masking ratio with 95 % CI bands, then the full
-    report (RACU, the shift diagnostics, the leakage check) as ``faithbench roar``
-    prints it."""
+TITLES = {"roar": "ROAR", "recursive": "Recursive ROAR"}
+
+
+def roar_summary(rows: list) -> dict:
+    """What the ROAR page shows, from a sweep's rows (``RoarRow``): per task and curve
+    kind the masking ratios and each mask's [mean, low, high] accuracy per ratio (the
+    95 % CI over seeds and examples; null: not measured), and the report (RACU, the
+    shift diagnostics, the leakage check) as ``faithbench roar`` prints it. JSON, with
+    no per-example correctness: a release ships it."""
     from faithbench.benchmark.core.stats import seed_estimate
     from faithbench.benchmark.roar_report import curve_matrices, report
 
+    curves = []
+    for task in dict.fromkeys(r.task for r in rows):
+        mine = [r for r in rows if r.task == task]
+        for kind in TITLES:
+            x, _, found = curve_matrices(mine, kind)
+            if not found:
+                continue
+            lines = {}
+            for mask, points in found.items():
+                est = [None if m is None else seed_estimate(m) for m in points]
+                lines[mask] = [None if e is None else [e.mean, e.ci_low, e.ci_high] for e in est]
+            curves.append({"task": task, "kind": kind, "x": [float(v) for v in x],
+                           "lines": lines})
+    return {"curves": curves, "report": report(rows, fmt="simple")}
+
+
+def roar_page(summary: dict) -> str:
+    """The ROAR sweep (``roar_summary``): per task and curve kind, accuracy of the
+    retrained models against the masking ratio with 95 % CI bands, then the report."""
     parts = ["<p><a href=\"index.html\">all suites</a></p><h1>ROAR: remove and retrain</h1>",
              ("<p>Each curve: the accuracy of models retrained and tested with the "
              "explainer's top tokens masked, mean and 95% CI over seeds and examples; the "
@@ -233,20 +257,14 @@ def roar_page(rows: list) -> str:
              "tokens the task needs. The report below has RACU, whether the masking "
              "shifts the inputs out of distribution, and whether the mask pattern alone "
              "leaks the label.</p>")]
-    for task in dict.fromkeys(r.task for r in rows):
-        mine = [r for r in rows if r.task == task]
-        for kind, title in (("roar", "ROAR"), ("recursive", "Recursive ROAR")):
-            x, _, found = curve_matrices(mine, kind)
-            if not found:
-                continue
-            lines = {}
-            for mask, points in found.items():
-                est = [None if m is None else seed_estimate(m) for m in points]
-                lines[mask] = [None if e is None else (e.mean, e.ci_low, e.ci_high) for e in est]
-            parts.append(f"<h2>{esc(title)} on {esc(task)}</h2><figure>"
-                         + plots.curves(x, lines, "accuracy of the retrained model",
-                                        f"{title}, {task}") + "</figure>")
-    parts.append(f"<h2>Report</h2><pre>{esc(report(rows, fmt='simple'))}</pre>")
+    for c in summary["curves"]:
+        title, task = TITLES[c["kind"]], c["task"]
+        lines = {mask: [None if p is None else tuple(p) for p in points]
+                 for mask, points in c["lines"].items()}
+        parts.append(f"<h2>{esc(title)} on {esc(task)}</h2><figure>"
+                     + plots.curves(c["x"], lines, "accuracy of the retrained model",
+                                    f"{title}, {task}") + "</figure>")
+    parts.append(f"<h2>Report</h2><pre>{esc(summary['report'])}</pre>")
     return page("ROAR", "\n".join(parts))
 
 

@@ -4,7 +4,8 @@ explainer ranks without rerunning the references.
 
 A release holds, per suite, the ranked rows (mean, CI, n, seeds: ``Ranked``, with the
 explainer's cost per example), the erasure metrics' curves with their CIs, the
-agreement records it was given, what each entry is (explainer spec, weights hashes,
+agreement records and the ROAR sweep (curves with CIs, the report) it was given, what
+each entry is (explainer spec, weights hashes,
 package versions, machine, run options) and the command that reproduces it — no
 per-example values, and no file over 1 MiB. ``faithbench release`` writes one from
 entry folders; ``faithbench leaderboard --published`` and ``faithbench site
@@ -40,6 +41,7 @@ MAX_BYTES = 1024 * 1024  # no file of a release over 1 MiB
 RANKED, ENTRIES, MANIFEST = "ranked.jsonl", "entries.jsonl", "manifest.json"
 CURVES = "curves.jsonl"  # erasure curves (from release 2 on; an older release has none)
 AGREEMENT = "agreement.jsonl"  # agreement records, where the release was given some
+ROAR = "roar.json"  # a ROAR sweep's curves and report (``site.roar_summary``), where given
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class Release:
     entries: dict[str, dict]  # entry id -> ``describe``'s dict
     curves: list[Curve]  # the erasure metrics' curves (``faithbench.leaderboard.curves``)
     agreement: list[AgreementRecord]  # ``faithbench agreement``'s records
+    roar: dict | None  # a ROAR sweep's summary: curves with CIs and the report, or None
 
     @property
     def version(self) -> str:
@@ -101,9 +104,10 @@ def rerun_command(task: str, entries: list[dict]) -> str:
 
 def write_release(entries: list[Entry], out: Path, version: str, *,
                   commands: list[str] | None = None,
-                  agreement: list[AgreementRecord] | None = None) -> list[Path]:
-    """Write release ``version`` of ``entries`` (and of ``agreement``'s records) into
-    ``out``; the files written."""
+                  agreement: list[AgreementRecord] | None = None,
+                  roar: dict | None = None) -> list[Path]:
+    """Write release ``version`` of ``entries`` (and of ``agreement``'s records, and a
+    ROAR sweep's ``roar`` summary) into ``out``; the files written."""
     if not entries:
         raise InputError("a release needs at least one entry")
     out.mkdir(parents=True, exist_ok=True)
@@ -131,6 +135,8 @@ def write_release(entries: list[Entry], out: Path, version: str, *,
              CURVES: "".join(json.dumps(json_safe(c.as_dict()), ensure_ascii=False) + "\n"
                              for c in curves(entries)),
              MANIFEST: json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"}
+    if roar:
+        files[ROAR] = json.dumps(json_safe(roar), indent=1, ensure_ascii=False) + "\n"
     if agreement:
         files[AGREEMENT] = "".join(json.dumps(json_safe(r.as_dict()), ensure_ascii=False) + "\n"
                                    for r in agreement)
@@ -170,11 +176,13 @@ def read_release(path: Path | str | None = None) -> Release:
                   curve_file.read_text(encoding="utf-8").splitlines()]
                  if curve_file.exists() else [])
         agreement = read_agreements(folder / AGREEMENT) if (folder / AGREEMENT).exists() else []
+        roar = (json.loads((folder / ROAR).read_text(encoding="utf-8"))
+                if (folder / ROAR).exists() else None)
     except FileNotFoundError as exc:
         raise InputError(f"not a faithbench release: {exc.filename} is missing") from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"release {folder}: not JSON ({exc})") from exc
-    return Release(folder, manifest, rows, costs, entries, found, agreement)
+    return Release(folder, manifest, rows, costs, entries, found, agreement, roar)
 
 
 def latest() -> Path:

@@ -209,3 +209,26 @@ def test_the_shipped_releases_site_renders_every_page(tmp_path):
     names = {r.explainer_name for r in release.rows}
     doms = "".join(p.read_text() for p in pages)
     assert all(name in doms for name in names)
+
+
+def test_a_release_ships_the_roar_sweep_without_per_example_rows(tmp_path):
+    """``release --roar``: the curves' points and the report, no per-example
+    correctness; ``site --published`` draws the same page as ``site --roar`` did."""
+    from faithbench.leaderboard.release import read_release
+
+    rows = tmp_path / "sweep" / "roar" / "rows.jsonl"
+    rows.parent.mkdir(parents=True)
+    rows.write_text("".join(json.dumps(r.as_dict()) + "\n" for r in _roar_rows()))
+    board = tmp_path / "res"
+    assert main(["run", "--out", str(board), "--explainers", "random", "--metrics",
+                 "comprehensiveness", "--limit", "12", "--no-progress"]) == 0
+    assert main(["release", "--entries", str(board / "leaderboard"), "--roar",
+                 str(tmp_path / "sweep"), "--version", "v9", "--out", str(tmp_path / "v9")]) == 0
+    shipped = (tmp_path / "v9" / "roar.json").read_text()
+    assert '"correct"' not in shipped and read_release(tmp_path / "v9").roar["report"]
+    assert main(["site", "--published", str(tmp_path / "v9"), "--out", str(tmp_path / "a")]) == 0
+    assert main(["site", "--roar", str(tmp_path / "sweep"), "--out", str(tmp_path / "b")]) == 0
+    published = (tmp_path / "a" / "roar.html").read_text()
+    assert 'href="roar.html"' in (tmp_path / "a" / "index.html").read_text()
+    assert "0.800 [0.498, 1.102]" in published  # the hand-worked cell of the test above
+    assert published == (tmp_path / "b" / "roar.html").read_text()  # figures are reproducible

@@ -17,6 +17,9 @@ def add_arguments(p) -> None:
     p.add_argument("--agreement", nargs="+", default=[], metavar="RECORDS",
                    help="agreement records to ship (agreement.jsonl files or the folders "
                    "holding them), drawn by `faithbench site --published`")
+    p.add_argument("--roar", nargs="+", default=[], metavar="ROWS",
+                   help="a ROAR sweep to ship as its curves and report (rows.jsonl files or "
+                   "the folders holding them), drawn by `faithbench site --published`")
     p.add_argument("--commands-file", help="a text file of the commands that produced the "
                    "entries, one per line, kept in the manifest")
 
@@ -33,10 +36,13 @@ def main(args) -> int:
         commands = [line.rstrip() for line in Path(args.commands_file).read_text().splitlines()
                     if line.strip()]
     out = Path(args.out) if args.out else RELEASES / args.version
-    from faithbench.benchmark.cli.site import agreement_records
+    from faithbench.benchmark.cli.site import agreement_records, roar_rows
+    from faithbench.benchmark.site import roar_summary
 
+    rows = roar_rows(args.roar)
     files = write_release(entries, out, args.version, commands=commands,
-                          agreement=agreement_records(args.agreement))
+                          agreement=agreement_records(args.agreement),
+                          roar=roar_summary(rows) if rows else None)
     size = sum(f.stat().st_size for f in files)
     print(f"release {args.version}: {len(entries)} entries, {size / 1024:.0f} KiB in "
           f"{len(files)} files, in {out}")

@@ -64,15 +64,17 @@ def _published(args, command: str) -> int:
     where ``--entries`` names folders that exist."""
     from pathlib import Path
 
-    from faithbench.benchmark.site import build_site_of_rows
+    from faithbench.benchmark.site import build_site_of_rows, roar_summary
     from faithbench.leaderboard.release import beside, read_release
 
     release = read_release(args.published or None)
     rows, costs, described, curves = beside(release, args.entries)
+    mine = roar_rows(args.roar)  # the user's own sweep, else the release's
     pages = build_site_of_rows(rows, described, costs, Path(args.out), command=command,
                                sources=[str(release.path)], published=release.version,
                                curves=curves,
-                               agreement=release.agreement + agreement_records(args.agreement))
+                               agreement=release.agreement + agreement_records(args.agreement),
+                               roar=roar_summary(mine) if mine else release.roar)
     print(f"wrote {len(pages)} pages (release {release.version}) to {args.out}; "
           f"open {Path(args.out) / 'index.html'}")
     return 0
