@@ -1,8 +1,10 @@
 """The explanation cache of one model on one split, under ``<out>/explanations``.
 
 A file per (model, explainer, split, examples) holds one line per example (id, tokens,
-scores, target, and the whole explanation's seconds and cost: ``forward_rows``,
-``backward_rows``, ``peak_mib``, ``peak_method``, each where known), sealed by its
+scores, target, the human rationale or gold grades where the data has them
+(``reference``, for the site's example explorer), and the whole explanation's seconds
+and cost: ``forward_rows``, ``backward_rows``, ``peak_mib``, ``peak_method``, each where
+known), sealed by its
 sha256 beside it; while an explainer runs, a partial file beside it holds the
 finished batches (each with its own seconds and cost), so a run stopped at batch k starts
 again at batch k. The file is named like a unit (``unit_key`` of the weights, seeds,
@@ -110,6 +112,7 @@ class ExplanationCache:
         seal.unlink(missing_ok=True)
         write_jsonl_atomic(path, [
             {"id": e.id, "tokens": list(e.tokens), "scores": s, "target": t,
+             "reference": None if e.reference is None else list(e.reference),
              "seconds": explained.seconds, **explained.cost.as_dict()}
             for e, s, t in zip(examples, explained.scores, explained.targets)])
         digest = file_hash(path)  # checked on every hit (``get``)

@@ -41,6 +41,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 .tabs button { border: 1px solid #bbb; background: #f4f4f4; padding: .3em .7em; margin: 0 .2em .2em 0; cursor: pointer; }
 .tabs button.active { background: #1f6fb2; color: white; border-color: #1f6fb2; }
 .tab { display: none; } .tab.active { display: block; }
+.example { display: none; } .example.active { display: block; } tr.rationale th { color: #8a5a00; }
 .card { border: 1px solid #ddd; border-radius: 4px; padding: .5em .8em; margin: .5em 0; }
 .note { color: #555; font-size: .9em; } code, pre { font-size: .85em; background: #f6f6f6; }
 pre { padding: .5em; overflow-x: auto; } svg { max-width: 100%; height: auto; }
@@ -56,6 +57,13 @@ document.querySelectorAll('.tabs').forEach(function (bar) {
       document.querySelectorAll('.tab[data-group="' + bar.dataset.group + '"]').forEach(
         function (t) { t.classList.toggle('active', t.id === button.dataset.tab); });
       button.classList.add('active');
+    });
+  });
+});
+document.querySelectorAll('select.chooser').forEach(function (chooser) {
+  chooser.addEventListener('change', function () {
+    document.querySelectorAll('.example').forEach(function (e) {
+      e.classList.toggle('active', e.dataset.example === chooser.value);
     });
   });
 });
@@ -82,7 +90,7 @@ def suite_slug(task: str, suite: str) -> str:
 
 
 def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = None,
-               command: str | None = None, examples: int = 5,
+               command: str | None = None, examples: int = 20,
                roar: list | None = None, agreement: list | None = None) -> list[Path]:
     """Write the site of ``entries`` into ``out``; the pages written (index first).
     ``examples``: how many test examples each suite page's explorer shows."""
@@ -380,9 +388,11 @@ def curve_figure(ranked: list[Ranked], curves: dict[tuple, Curve]) -> str:
 
 
 def explorer(task: str, rows: list[Ranked], explained: dict, count: int) -> str:
-    """The first ``count`` examples every entry of the suite explained: per example the
-    model's target, then each explainer's token scores as a heatmap (blue positive, red
-    negative, each row scaled by its largest magnitude), best explainer first."""
+    """The first ``count`` examples every entry of the suite explained, one shown at a
+    time (a menu chooses): the explained target (a classifier's prediction), each
+    explainer's token scores as a heatmap (blue positive, red negative, each row scaled
+    by its largest magnitude), best explainer first, and the human rationale where the
+    example has one."""
     order = [r for r in rows if r.metric == rows[0].metric]  # the first tab's ranking
     found = {r.entry_id: {x["id"]: x for x in explained.get(r.entry_id, {}).get(task, [])}
              for r in order}
@@ -390,19 +400,31 @@ def explorer(task: str, rows: list[Ranked], explained: dict, count: int) -> str:
         return ""
     first = next(iter(found.values()))
     ids = [i for i in first if all(i in f for f in found.values())][:count]
-    parts = ["<h2>Examples</h2><p class=\"note\">The first test examples every explainer "
-             "here explained (model seed " + esc(min(order[0].model_seeds)) + "), each "
+    parts = ["<h2>Examples</h2><p class=\"note\">Test examples every explainer here "
+             "explained (model seed " + esc(min(order[0].model_seeds)) + "), each "
              "explainer's scores scaled by its largest magnitude: blue positive, red negative "
-             "(for a signed explainer: raises or lowers the target class's score).</p>"]
-    for i in ids:
+             "(for a signed explainer: raises or lowers the target class's score); the "
+             "human rationale (where the data has one) in the last row.</p>"
+             "<p><label>example <select class=\"chooser\">" + "".join(
+                 f"<option value=\"{esc(i)}\">{esc(i)}</option>" for i in ids)
+             + "</select></label></p>"]
+    for n, i in enumerate(ids):
         target = first[i].get("target")
-        parts.append(f"<h3>{esc(i)} <span class=\"note\">target class {esc(target)}</span>"
+        active = " active" if n == 0 else ""
+        parts.append(f"<div class=\"example{active}\" data-example=\"{esc(i)}\">"
+                     f"<h3>{esc(i)} <span class=\"note\">explained: class {esc(target)} "
+                     "(the model's prediction; on alignment, the reference word)</span>"
                      "</h3><table class=\"explorer\">")
         for r in order:
             x = found[r.entry_id][i]
             parts.append(f"<tr><th>{esc(r.explainer_name)}</th><td>"
                          + heat(x["tokens"], x["scores"]) + "</td></tr>")
-        parts.append("</table>")
+        reference = first[i].get("reference")
+        if reference and any(reference):
+            parts.append("<tr class=\"rationale\"><th>human rationale</th><td>"
+                         + heat(first[i]["tokens"], [float(v) for v in reference])
+                         + "</td></tr>")
+        parts.append("</table></div>")
     return "\n".join(parts)
 
 

@@ -95,9 +95,13 @@ def test_every_page_renders_with_every_row_and_figure(site, tmp_path):
         # each row but the last of every ranking says how it compares with the next
         verdicts = re.findall(r"<td>(ahead|not told apart|behind) \(p (?:&lt;|=) [0-9.]+\)</td>", dom)
         assert len(verdicts) == (len(EXPLAINERS) - 1) * len(METRICS)
-        # the explorer: 5 examples, each with every explainer's tokens as a heatmap
-        assert dom.count("<table class=\"explorer\">") == 5
-        assert dom.count('<span class="tok"') > 5 * len(EXPLAINERS) * 3
+        # the explorer: up to 20 examples, one shown at a time (the menu chooses), each
+        # with every explainer's tokens as a heatmap and the planted rationale
+        shown = dom.count("<table class=\"explorer\">")
+        assert shown == min(20, max(r.n for r in mine))
+        assert dom.count("<option value=") == shown and dom.count('class="example active"') == 1
+        assert dom.count('<tr class="rationale"><th>human rationale</th>') == shown
+        assert dom.count('<span class="tok"') > shown * len(EXPLAINERS) * 3
 
 
 def test_site_refuses_a_missing_folder(tmp_path, capsys):
@@ -232,3 +236,20 @@ def test_a_release_ships_the_roar_sweep_without_per_example_rows(tmp_path):
     assert 'href="roar.html"' in (tmp_path / "a" / "index.html").read_text()
     assert "0.800 [0.498, 1.102]" in published  # the hand-worked cell of the test above
     assert published == (tmp_path / "b" / "roar.html").read_text()  # figures are reproducible
+
+
+def test_the_example_menu_shows_the_chosen_example(site, tmp_path):
+    """The explorer's menu, driven in Chromium: choosing the third example hides the
+    first and shows the third (site.js, as the suite pages load it)."""
+    folder, _ = site
+    suite = next(p for p in folder.glob("suite-*.html"))
+    text = suite.read_text()
+    ids = re.findall(r'<option value="([^"]+)">', text)
+    drive = ("<script>var c = document.querySelector('select.chooser'); c.value = '"
+             + ids[2] + "'; c.dispatchEvent(new Event('change'));</script></body>")
+    shutil.copy(folder / "site.js", tmp_path / "site.js")
+    page = tmp_path / "driven.html"  # beside a copy of site.js, not in the shared site
+    page.write_text(text.replace("</body>", drive))
+    dom, console = render(page, tmp_path / "driven.png")
+    assert console == []
+    assert re.findall(r'class="example active" data-example="([^"]+)"', dom) == [ids[2]]

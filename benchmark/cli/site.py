@@ -19,9 +19,10 @@ def add_arguments(p) -> None:
                    help="entry folders (several are merged; an entry in two is shown once; "
                    f"default: {DEFAULT_OUT}/leaderboard where it exists)")
     p.add_argument("--out", required=True, help="folder to write the site into")
-    p.add_argument("--examples", type=int, default=5,
-                   help="test examples each suite page shows with every explainer's token "
-                   "scores (read from the run folders' explanations; 0: none)")
+    p.add_argument("--examples", type=int, default=20,
+                   help="test examples each suite page's explorer offers (a menu shows one "
+                   "at a time) with every explainer's token scores and the human rationale "
+                   "(read from the run folders' explanations; 0: none)")
     p.add_argument("--roar", nargs="+", default=[], metavar="ROWS",
                    help="ROAR sweeps to draw: rows.jsonl files, or the folders holding "
                    "them (`faithbench roar --out DIR` writes DIR/roar/rows.jsonl)")
