@@ -31,6 +31,7 @@ from faithbench.leaderboard.curves import FRACTION_AXIS, Curve, curves
 from faithbench.leaderboard.entry import Entry
 from faithbench.leaderboard.rank import rank
 from faithbench.leaderboard.release import describe, rerun_command
+from faithbench.leaderboard.render import short_names
 from faithbench.leaderboard.rows import Ranked
 
 CSS = """
@@ -445,7 +446,10 @@ def heat(tokens: list[str], scores: list[float]) -> str:
 
 
 def ranking_table(rows: list[Ranked], verdicts: dict[tuple, str]) -> str:
+    """One ranking: explainers by short name (their full id on hover, and where two
+    settings share a name), tied rows marked, each row's verdict against the next."""
     seeds = any(r.n_seeds > 1 for r in rows)
+    names = short_names(rows)
     told = any((r.task, r.suite, r.metric, r.entry_id) in verdicts for r in rows)
     head = ("<tr><th>rank</th><th>explainer</th><th>entry</th><th>mean</th><th>95% CI</th>"
             + ("<th>per-seed means</th>" if seeds else "") + "<th>n</th>"
@@ -457,7 +461,8 @@ def ranking_table(rows: list[Ranked], verdicts: dict[tuple, str]) -> str:
         key = (r.task, r.suite, r.metric, r.entry_id)
         vs = f"<td>{esc(verdicts.get(key, ''))}</td>" if told else ""
         body.append(f"<tr class=\"{'best' if r.rank == 1 else ''}\"><td class=\"num\">{r.rank}"
-                    f"{tie}</td><td>{esc(r.explainer)}</td><td><code>{esc(r.entry_id[:8])}"
+                    f"{tie}</td><td title=\"{esc(r.explainer)}\">{esc(names[r.entry_id])}</td>"
+                    f"<td><code>{esc(r.entry_id[:8])}"
                     f"</code></td><td class=\"num\">{r.mean:.3f}</td><td class=\"num\">"
                     f"[{r.ci_low:.3f}, {r.ci_high:.3f}]</td>{spread}<td class=\"num\">{r.n}"
                     f"</td>{vs}</tr>")

@@ -84,8 +84,9 @@ def test_every_page_renders_with_every_row_and_figure(site, tmp_path):
         assert console == [], (name, console)
         mine = [r for r in rows if f"<p>{r.suite}</p>" in dom]
         assert {r.suite for r in mine} and len({r.suite for r in mine}) == 1
-        for r in mine:  # every explainer's row in every metric's table
-            assert dom.count(f"<td>{r.explainer}</td><td><code>") == len(METRICS)
+        for r in mine:  # every explainer's row in every metric's table, by short name
+            cell = f'<td title="{r.explainer}">{r.explainer_name}</td><td><code>'
+            assert dom.count(cell) == len(METRICS)
         # forests, the two erasure metrics' curves, cost, plausibility
         assert dom.count("<figure><svg") == len(METRICS) + 2 + 2
         assert dom.count("the drop at each step it averages") == 2
