@@ -152,11 +152,13 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
                        examples: int = 0, roar: dict | None = None,
                        verdicts: dict[tuple, str] | None = None,
                        curves: list[Curve] | None = None,
-                       agreement: list | None = None) -> list[Path]:
+                       agreement: list | None = None,
+                       commands: list[str] | None = None) -> list[Path]:
     """The site of ranked rows (``rank``'s, or a release's), with each entry's
     ``release.describe`` and its cost per example ((entry, task) -> ``ExplainCost``),
     and the erasure metrics' curves; ``published``: the release's version, named on
-    every page."""
+    every page; ``commands``: those that computed the results (a release's), listed on
+    the index."""
     by_key = {(c.entry_id, c.task, c.metric): c for c in curves or []}
     out.mkdir(parents=True, exist_ok=True)
     (out / "style.css").write_text(CSS, encoding="utf-8")
@@ -179,7 +181,7 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
         (out / "agreement.html").write_text(agreement_page(agreement), encoding="utf-8")
         written.append(out / "agreement.html")
     written[0].write_text(index_page(suites, sources or [], command, published, bool(roar),
-                                     bool(agreement)), encoding="utf-8")
+                                     bool(agreement), commands or []), encoding="utf-8")
     return written
 
 
@@ -288,7 +290,7 @@ def published_note(published: str | None) -> str:
 
 def index_page(suites: dict, sources: list[str], command: str | None,
                published: str | None = None, roar: bool = False,
-               agreement: bool = False) -> str:
+               agreement: bool = False, commands: list[str] | None = None) -> str:
     lines = ["<h1>faithbench leaderboard</h1>", published_note(published),
              ("<p>Does an explanation point at the tokens the model relied on? Each suite "
               "ranks explainers scored on the same model checkpoints and examples; entries "
@@ -312,6 +314,9 @@ def index_page(suites: dict, sources: list[str], command: str | None,
     if agreement:
         lines.append("<p><a href=\"agreement.html\">Agreement between explainers</a> "
                      "(Kendall τ-b and top-k overlap heatmaps)</p>")
+    if commands:
+        lines.append("<h2>How the results were computed</h2><pre>"
+                     + esc("\n".join(commands)) + "</pre>")
     lines.append(provenance_of_build(sources, command))
     return page("faithbench leaderboard", "\n".join(lines))
 

@@ -45,7 +45,7 @@ def test_a_release_reads_back_to_the_ranked_rows_without_per_example_values(boar
 
 
 def test_published_rows_sit_beside_yours_in_their_own_suites(board, tmp_path, capsys):
-    write_release(read_entries(board), tmp_path / "v9", "v9")
+    write_release(read_entries(board), tmp_path / "v9", "v9", commands=["faithbench run ..."])
     mine = tmp_path / "mine"
     assert main(["run", "--out", str(mine), "--explainers", "random", "--metrics",
                  "comprehensiveness", "--limit", "40", *FAST]) == 0
@@ -65,6 +65,7 @@ def test_published_rows_sit_beside_yours_in_their_own_suites(board, tmp_path, ca
                  str(mine / "leaderboard"), "--out", str(tmp_path / "site")]) == 0
     pages = {p.name: p.read_text() for p in (tmp_path / "site").glob("*.html")}
     assert len(pages) == 3 and all("Published release v9" in t for t in pages.values())
+    assert "How the results were computed</h2><pre>faithbench run ..." in pages["index.html"]
 
 
 def test_a_broken_release_is_named(tmp_path):

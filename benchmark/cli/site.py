@@ -75,7 +75,8 @@ def _published(args, command: str) -> int:
                                sources=[str(release.path)], published=release.version,
                                curves=curves,
                                agreement=release.agreement + agreement_records(args.agreement),
-                               roar=roar_summary(mine) if mine else release.roar)
+                               roar=roar_summary(mine) if mine else release.roar,
+                               commands=release.manifest.get("commands", []))
     print(f"wrote {len(pages)} pages (release {release.version}) to {args.out}; "
           f"open {Path(args.out) / 'index.html'}")
     return 0
