@@ -31,12 +31,13 @@ def estimate(metric, scored: Scored, *, seed: int, what: str) -> Estimate:
     vector): left out of n and the CI, and counted in ``undefined``."""
     agg = metric.spec.aggregation
     if agg is not None:
-        sums = np.asarray(scored.stats, dtype=float).sum(axis=0)
+        stats = np.asarray(scored.stats, dtype=float)  # (E, K)
+        sums = stats.sum(axis=0)
         if not np.isfinite(np.asarray(agg(sums), dtype=float)).all():
             zero = [n for n, d, v in zip(agg.stats, agg.denominator, sums) if d and v == 0]
             raise InputError(f"metric {metric.spec.id} is undefined on {what}: its denominator "
                              f"({' + '.join(zero) or 'the sum of its statistics'}) is 0 over "
-                             f"all {len(scored.stats)} examples (e.g. recall "
+                             f"all {len(stats)} examples (e.g. recall "
                              "where the reference marks no sure links)")
         return as_estimate(corpus_bootstrap(scored.stats, agg, seed=seed))
     undefined = np.isnan(scored.values)
