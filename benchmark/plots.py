@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
+
 from faithbench.leaderboard.rows import Ranked
 
 WIDTH = 6.4  # inches: the page's content width at 100 dpi
@@ -101,8 +103,6 @@ def heatmap(names: list[str], values: list[list[float | None]], title: str, *,
     """A symmetric explainer x explainer matrix, each cell coloured on [low, high] and
     labelled with its value (blank: not measured); the diagonal is left empty."""
     plt = _pyplot()
-    import numpy as np
-
     grid = np.array([[np.nan if v is None else v for v in row] for row in values], dtype=float)
     size = max(3.0, 0.42 * len(names) + 1.6)
     fig, ax = plt.subplots(figsize=(min(WIDTH + 1, size + 1), size))

@@ -15,7 +15,13 @@ import numpy as np
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.provenance import environment
 from faithbench.benchmark.core.records import Provenance, ResultRecord, Timing
-from faithbench.benchmark.core.stats import Estimate, as_estimate, bootstrap, corpus_bootstrap
+from faithbench.benchmark.core.stats import (
+    Estimate,
+    ZeroDenominator,
+    as_estimate,
+    bootstrap,
+    corpus_bootstrap,
+)
 from faithbench.benchmark.plan import Unit
 
 if TYPE_CHECKING:
@@ -29,17 +35,12 @@ def estimate(metric, scored: Scored, *, seed: int, what: str) -> Estimate:
     corpus-level metric the aggregated statistics with a bootstrap that re-aggregates
     resamples. A NaN value is undefined (e.g. ``taucorr_loo`` on a constant score
     vector): left out of n and the CI, and counted in ``undefined``."""
-    agg = metric.spec.aggregation
-    if agg is not None:
-        stats = np.asarray(scored.stats, dtype=float)  # (E, K)
-        sums = stats.sum(axis=0)
-        if not np.isfinite(np.asarray(agg(sums), dtype=float)).all():
-            zero = [n for n, d, v in zip(agg.stats, agg.denominator, sums) if d and v == 0]
-            raise InputError(f"metric {metric.spec.id} is undefined on {what}: its denominator "
-                             f"({' + '.join(zero) or 'the sum of its statistics'}) is 0 over "
-                             f"all {len(stats)} examples (e.g. recall "
-                             "where the reference marks no sure links)")
-        return as_estimate(corpus_bootstrap(scored.stats, agg, seed=seed))
+    if metric.spec.aggregation is not None:
+        try:
+            return as_estimate(corpus_bootstrap(scored.stats, metric.spec.aggregation,
+                                                seed=seed))
+        except ZeroDenominator as exc:  # say which metric and where
+            raise InputError(f"metric {metric.spec.id} is undefined on {what}: {exc}") from None
     undefined = np.isnan(scored.values)
     if len(undefined) and undefined.all():
         raise InputError(f"metric {metric.spec.id} is undefined (NaN) on all "

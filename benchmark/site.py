@@ -379,10 +379,10 @@ def curve_figure(ranked: list[Ranked], curves: dict[tuple, Curve]) -> str:
         return ""
     axis = found[0][1].axis
     x = sorted({v for _, c in found for v in c.x})
-    lines = {}
+    names, lines = short_names(ranked), {}  # two settings of one explainer stay apart
     for r, c in found:
         at = {v: (m, lo, hi) for v, m, lo, hi in zip(c.x, c.mean, c.ci_low, c.ci_high)}
-        lines[r.explainer_name] = [at.get(v) for v in x]
+        lines[names[r.entry_id]] = [at.get(v) for v in x]
     fraction = axis == FRACTION_AXIS
     svg = plots.curves(x, lines, "drop in p(predicted class)", f"{ranked[0].metric_name}: "
                        "the drop at each step it averages",

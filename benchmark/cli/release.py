@@ -27,6 +27,8 @@ def add_arguments(p) -> None:
 def main(args) -> int:
     from pathlib import Path
 
+    from faithbench.benchmark.cli.site import agreement_records, roar_rows
+    from faithbench.benchmark.site import roar_summary
     from faithbench.leaderboard.entry import read_entry_folders
     from faithbench.leaderboard.release import RELEASES, write_release
 
@@ -36,9 +38,6 @@ def main(args) -> int:
         commands = [line.rstrip() for line in Path(args.commands_file).read_text().splitlines()
                     if line.strip()]
     out = Path(args.out) if args.out else RELEASES / args.version
-    from faithbench.benchmark.cli.site import agreement_records, roar_rows
-    from faithbench.benchmark.site import roar_summary
-
     rows = roar_rows(args.roar)
     files = write_release(entries, out, args.version, commands=commands,
                           agreement=agreement_records(args.agreement),

@@ -84,32 +84,29 @@ def _published(args, command: str) -> int:
 
 def agreement_records(paths: list[str]) -> list:
     """The agreement records of files or folders (DIR/agreement.jsonl)."""
-    from pathlib import Path
-
-    from faithbench.benchmark.core.errors import InputError
     from faithbench.benchmark.core.records import read_agreements
 
-    records = []
-    for given in map(Path, paths):
-        found = next((p for p in (given, given / "agreement.jsonl") if p.is_file()), None)
-        if found is None:
-            raise InputError(f"--agreement {given}: no agreement.jsonl there")
-        records += read_agreements(found)
-    return records
+    return _read_given(paths, "--agreement", ("agreement.jsonl",), read_agreements)
 
 
 def roar_rows(paths: list[str]) -> list:
     """The ROAR rows of files or folders (DIR/rows.jsonl or DIR/roar/rows.jsonl)."""
+    from faithbench.benchmark.core.records import read_roar_rows
+
+    return _read_given(paths, "--roar", ("rows.jsonl", "roar/rows.jsonl"), read_roar_rows)
+
+
+def _read_given(paths: list[str], flag: str, names: tuple[str, ...], read) -> list:
+    """Everything ``read`` finds in each of ``paths``: the file itself, or the first of
+    ``names`` inside the folder; a path holding none is an input error naming ``flag``."""
     from pathlib import Path
 
     from faithbench.benchmark.core.errors import InputError
-    from faithbench.benchmark.core.records import read_roar_rows
 
-    rows = []
+    found = []
     for given in map(Path, paths):
-        found = next((p for p in (given, given / "rows.jsonl", given / "roar" / "rows.jsonl")
-                      if p.is_file()), None)
-        if found is None:
-            raise InputError(f"--roar {given}: no rows.jsonl there (nor in {given}/roar)")
-        rows += read_roar_rows(found)
-    return rows
+        path = next((p for p in (given, *(given / n for n in names)) if p.is_file()), None)
+        if path is None:
+            raise InputError(f"{flag} {given}: no {' or '.join(names)} there")
+        found += read(path)
+    return found

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from faithbench.benchmark.core import seed_interval
+from faithbench.benchmark.core.errors import InputError
 
 N_RESAMPLES = 2000
 ALPHA = 0.05
@@ -358,6 +359,37 @@ def _column_counts(rng, n: int, m: int) -> np.ndarray:
     return counts
 
 
+class ZeroDenominator(InputError, ValueError):
+    """A corpus-level metric with nothing to divide by: bad input for it, as the
+    ``ValueError`` of an undefined value."""
+
+
+def corpus_values(v: np.ndarray, aggregation: Aggregation) -> np.ndarray:
+    """(S,) each seed's corpus value of (S, N, K) statistics: the aggregation of its
+    sums. Where a denominator sums to 0 over the whole corpus (recall of sure links when
+    the reference marks none) there is no value: ``ZeroDenominator``, naming the
+    statistics.
+
+    >>> recall = Aggregation(("hit", "sure"), (1, 0), (0, 1))
+    >>> corpus_values(np.array([[[1, 2], [0, 1]]]), recall).tolist()
+    [0.3333333333333333]
+    >>> try:
+    ...     corpus_values(np.array([[[0, 0], [0, 0]]]), recall)
+    ... except ZeroDenominator as exc:
+    ...     print(exc)
+    the denominator (sure) is 0 over all 2 examples: a zero denominator over the whole corpus
+    """
+    per_seed = np.asarray(aggregation(v.sum(axis=1)), dtype=float)
+    if not np.all(np.isfinite(per_seed)):
+        sums = v.sum(axis=(0, 1))
+        zero = [name for name, d, total in zip(aggregation.stats, aggregation.denominator, sums)
+                if d and total == 0]
+        raise ZeroDenominator(f"the denominator ({' + '.join(zero) or 'of the aggregation'}) "
+                              f"is 0 over all {v.shape[1]} examples: a zero denominator over "
+                              "the whole corpus")
+    return per_seed
+
+
 def corpus_bootstrap(
     stats, aggregation, *, n_resamples: int = N_RESAMPLES, alpha: float = ALPHA, seed: int = SEED
 ) -> SeedEstimate:
@@ -388,10 +420,7 @@ def corpus_bootstrap(
         raise ValueError("corpus_bootstrap needs (examples, stats) or (seeds, examples, stats)")
     _finite(v, "corpus_bootstrap")
     s_count, n, _ = v.shape
-    per_seed = np.asarray(aggregation(v.sum(axis=1)), dtype=float)  # (S,)
-    if not np.all(np.isfinite(per_seed)):
-        raise ValueError("corpus_bootstrap: the aggregation of the summed statistics is not "
-                         "finite (a zero denominator over the whole corpus)")
+    per_seed = corpus_values(v, aggregation)  # (S,)
     rng, seed_rng = np.random.default_rng(seed), np.random.default_rng([seed, 1])
     values = np.empty(n_resamples)
     step = max(1, _CHUNK // max(n, 1))
@@ -491,10 +520,7 @@ def corpus_estimate(
         return corpus_bootstrap(v, aggregation, n_resamples=n_resamples, alpha=alpha,
                                 seed=seed)
     _finite(v, "corpus_estimate")
-    per_seed = np.asarray(aggregation(v.sum(axis=1)), dtype=float)  # (S,)
-    if not np.all(np.isfinite(per_seed)):
-        raise ValueError("corpus_estimate: the aggregation of the summed statistics is not "
-                         "finite (a zero denominator over the whole corpus)")
+    per_seed = corpus_values(v, aggregation)  # (S,)
     parts = seed_interval.seed_parts(_pseudo(v, aggregation))
     parts = replace(parts, mean=float(np.mean(per_seed)))  # = the pseudo-values' mean
     return _seed_t(parts, per_seed, n_resamples=n_resamples, alpha=alpha, seed=seed)
