@@ -82,16 +82,23 @@ def describe(e: Entry) -> dict:
 
 def rerun_command(task: str, entries: list[dict]) -> str:
     """The ``faithbench run`` that reruns these entries' explainers on ``task`` with the
-    published run's options (seeds, examples, data variant, model family), on the
-    user's own models: then ``compare`` pairs theirs with a reference on one suite."""
+    published run's options (seeds, examples, data variant, model family and training),
+    on the user's own models: then ``compare`` pairs theirs with a reference on one suite."""
     run = next((e["tasks"][task]["run"] for e in entries if e["tasks"][task]["run"]), None) or {}
     seeds = sorted({s for e in entries for s in e["suite"][task]["model_seeds"]})
     name = task.split("[")[0].split("@")[0]
-    parts = ["faithbench --threads 1 run", f"--tasks {name}", "--data-dir ../shared/data"]
-    for key, flag in (("variant", "--variant"), ("model", "--model"), ("split", "--split"),
-                      ("limit", "--limit"), ("sample", "--sample")):
+    parts = ["faithbench --threads 1 run", f"--tasks {name}"]
+    if run.get("data_dir") is not None or not run:  # the synthetic task reads no files
+        parts.append("--data-dir ../shared/data")
+    # the options that shape the model (so theirs is trained like ours) and the examples
+    for key, flag in (("variant", "--variant"), ("model", "--model"),
+                      ("model_path", "--model-path"), ("model_layers", "--layers"),
+                      ("epochs", "--epochs"), ("train_limit", "--train-limit"),
+                      ("split", "--split"), ("limit", "--limit"), ("sample", "--sample")):
         if run.get(key) is not None:
-            parts.append(f"{flag} {run[key]}")
+            parts.append(f"{flag} {shlex.quote(str(run[key]))}")
+    if run.get("masked_training"):
+        parts.append("--masked-training")
     if run.get("sample") is not None:
         parts.append(f"--sample-seed {run.get('sample_seed', 0)}")
     parts.append("--seeds " + " ".join(map(str, seeds)))

@@ -5,6 +5,7 @@ shipped with the package readable and within its size limit."""
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 
@@ -42,6 +43,28 @@ def test_a_release_reads_back_to_the_ranked_rows_without_per_example_values(boar
     ids = {row["id"] for e in entries for row in e.per_example}
     assert not any(f'"{i}"' in text for i in ids)  # no per-example dump
     assert all(f.stat().st_size < MAX_BYTES for f in files)
+
+
+def test_the_rerun_command_trains_the_published_models(tmp_path, isolated_cache):
+    """A reference run with non-default training (fewer epochs, fewer training rows):
+    the release's rerun command, run as printed, trains the same checkpoints."""
+    ours = tmp_path / "ours"
+    assert main(["run", "--out", str(ours), "--explainers", "attention", "--metrics",
+                 "comprehensiveness", "--limit", "20", "--epochs", "1", "--train-limit", "300",
+                 *FAST]) == 0
+    write_release(read_entries(ours / "leaderboard"), tmp_path / "v9", "v9")
+    [suite] = read_release(tmp_path / "v9").manifest["suites"]
+    argv = shlex.split(suite["rerun"])
+    assert argv[:4] == ["faithbench", "--threads", "1", "run"] and "--data-dir" not in argv
+    assert "--epochs 1" in suite["rerun"] and "--train-limit 300" in suite["rerun"]
+    theirs = tmp_path / "theirs"
+    argv[argv.index("--out") + 1] = str(theirs)
+    assert main([*argv[3:], *FAST]) == 0
+
+    def checkpoints(folder):
+        return {r.provenance.checkpoint for e in read_entries(folder / "leaderboard")
+                for r in e.results}
+    assert checkpoints(theirs) == checkpoints(ours)
 
 
 def test_published_rows_sit_beside_yours_in_their_own_suites(board, tmp_path, capsys):
