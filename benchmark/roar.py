@@ -47,13 +47,14 @@ from faithbench.benchmark.core.api import (
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.records import RoarRow, append_jsonl, read_roar_rows
-from faithbench.benchmark.core.retrain import Retrainer, Trained, point, probabilities
+from faithbench.benchmark.core.retrain import Retrainer, Trained, probabilities
+from faithbench.benchmark.core.retrain import masked as masked_examples  # not the Mask types
 from faithbench.benchmark.plan import Evaluation, Execution, RunConfig
 from faithbench.benchmark.roar_report import ALL, CLEAN, LENGTH, RANDOM, report  # noqa: F401
 from faithbench.benchmark.runner import resolve_explainer, serviceable
 from faithbench.benchmark.session import EvaluationSession, Explained, confinement
 from faithbench.metrics.masking import Mask, MaskPattern, RandomMask, RecursiveMask, TopKMask
-from faithbench.metrics.ood import Mahalanobis, auroc, hidden_states
+from faithbench.metrics.ood import Mahalanobis, auroc, forward_states, hidden_states
 
 log = logging.getLogger(__name__)
 
@@ -286,8 +287,13 @@ class _TaskSweep:
         clean = o.session.examples
         prepared = o.session.prepared if transform is None else \
             task_registry.get_task(self.task).prepare(self.options(seed, transform), progress=False)
-        masked, _, correct = point(prepared, o.split, clean)
-        shift = {} if kind == "leakage" or transform is None else self.shift(o, prepared, masked)
+        masked = masked_examples(prepared, o.split, clean)
+        if kind == "leakage" or transform is None:
+            probs, shift = probabilities(prepared, masked), {}
+        else:  # one forward of the masked inputs gives the accuracy and the shift's states
+            probs, states = _states(prepared, masked)
+            shift = self.shift(o, prepared, masked, states)
+        correct = (probs.argmax(1) == o.labels).astype(int)
         row = RoarRow(
             key=key, task=self.spec.id, kind=kind, seed=seed, mask=mask, ratio=ratio,
             transform=None if transform is None else transform.key,
@@ -301,11 +307,14 @@ class _TaskSweep:
         self.done[key] = row
         return row
 
-    def shift(self, o: Original, prepared, masked: list) -> dict:
-        """Erasure without retraining, and how far out the masked inputs lie."""
+    def shift(self, o: Original, prepared, masked: list, masked_states: np.ndarray) -> dict:
+        """Erasure without retraining, and how far out the masked inputs lie
+        (``masked_states``: the retrained model's hidden states of ``masked``). Each
+        model forwards the masked inputs once; the retrained model's detector is fitted
+        once, on the original's clean validation split."""
         n = np.arange(len(masked))
         target = o.session.targets.numpy()
-        fixed = probabilities(o.session.prepared, masked)
+        fixed, fixed_states = _states(o.session.prepared, masked)  # the original model
         base = o.session.base_probs.numpy()
         val = o.session.prepared.examples(_validation(o.session.prepared))
         detector = Mahalanobis.fit(_hidden(prepared, val), np.array([e.label for e in val]))
@@ -313,10 +322,9 @@ class _TaskSweep:
         return {
             "fixed_accuracy": float((fixed.argmax(1) == o.labels).mean()),
             "fixed_drop": float((base[n, target] - fixed[n, target]).mean()),
-            "auroc_original": auroc(o.clean_distance,
-                                    o.detector.distance(_hidden(o.session.prepared, masked))),
+            "auroc_original": auroc(o.clean_distance, o.detector.distance(fixed_states)),
             "auroc_retrained": auroc(detector.distance(_hidden(prepared, clean)),
-                                     detector.distance(_hidden(prepared, masked))),
+                                     detector.distance(masked_states)),
         }
 
 
@@ -335,6 +343,11 @@ def _batches(prepared, examples):
 
 def _hidden(prepared, examples) -> np.ndarray:
     return hidden_states(prepared.model, _batches(prepared, examples))
+
+
+def _states(prepared, examples) -> tuple[np.ndarray, np.ndarray]:
+    """(E, C) probabilities and (E, H) hidden states, one forward of each batch."""
+    return forward_states(prepared.model, _batches(prepared, examples))
 
 
 def _majority(labels: np.ndarray) -> float:

@@ -3,7 +3,8 @@ surface it is handed, the seeded per-example generator, the capability names it 
 require, two helpers for attention over word pieces, ``noisy_gradients``
 (gradients at noisy copies, the noise drawn per example) and ``feature_attributions``
 (a Captum-style perturbation method over the words, forwarded through the shared
-engine). See
+engine), and ``variant_probs`` (the model's probabilities of erased variants, through
+that engine: each distinct variant forwarded once and shared with the metrics). See
 ``faithbench/submissions/TEMPLATE.py`` (``submissions/TEMPLATE.py`` in the repository).
 
 Tasks and metrics are written inside the repository against the engine's own
@@ -37,6 +38,7 @@ from faithbench.benchmark.core.api import (
 from faithbench.benchmark.core.erasers import ERASERS
 from faithbench.benchmark.core.features import feature_attributions, fit_linear, fit_surrogate
 from faithbench.benchmark.core.noise import gradients_at, noisy_embeddings, noisy_gradients
+from faithbench.benchmark.core.perturb import variant_probs
 
 __all__ = [
     "ATTENTION",
@@ -64,4 +66,5 @@ __all__ = [
     "noisy_gradients",
     "over_pieces",
     "token_attention",
+    "variant_probs",
 ]

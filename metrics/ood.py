@@ -31,18 +31,27 @@ def output_layer(model: torch.nn.Module) -> torch.nn.Linear:
 
 
 @torch.no_grad()
-def hidden_states(model: torch.nn.Module, batches: Iterable) -> np.ndarray:
-    """(E, H) input of the output layer for every example, eval mode."""
-    captured = []
+def forward_states(model: torch.nn.Module, batches: Iterable) -> tuple[np.ndarray, np.ndarray]:
+    """(E, C) class probabilities and (E, H) input of the output layer of every
+    example, eval mode, from one forward pass of each batch (a ROAR point needs both of
+    the same masked inputs)."""
+    probs, captured = [], []
     layer = output_layer(model)
     hook = layer.register_forward_pre_hook(lambda _, args: captured.append(args[0].detach()))
     try:
         model.eval()
         for batch in batches:
-            model.logits(batch)
+            probs.append(torch.softmax(model.logits(batch), -1))
     finally:
         hook.remove()
-    return torch.cat(captured).double().numpy() if captured else np.empty((0, 0))
+    if not probs:
+        return np.empty((0, 0)), np.empty((0, 0))
+    return torch.cat(probs).double().numpy(), torch.cat(captured).double().numpy()
+
+
+def hidden_states(model: torch.nn.Module, batches: Iterable) -> np.ndarray:
+    """(E, H) input of the output layer for every example, eval mode."""
+    return forward_states(model, batches)[1]
 
 
 @dataclass(frozen=True)

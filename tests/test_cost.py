@@ -96,7 +96,9 @@ def test_integrated_gradients_is_n_steps_rows_each_way_however_it_chunks():
 
 def test_occlusion_is_the_batch_and_one_variant_per_real_token_forward_only():
     for chunk_size in (1024, 2):  # one pass of all variants, or five passes
-        assert rows(cost_of(OcclusionExplainer(chunk_size=chunk_size))) == (B + TOKENS, 0)
+        model = tiny_classifier()
+        share_engine(model, Perturber(model, chunk_size=chunk_size))
+        assert rows(cost_of(OcclusionExplainer(), model)) == (B + TOKENS, 0)
 
 
 @pytest.mark.parametrize("name, want", [
@@ -311,15 +313,42 @@ def by_explainer(records) -> dict:
     return {r.explainer.split("[")[0].split("@")[0]: r for r in records}
 
 
+def test_occlusion_forwards_each_distinct_leave_one_out_input_once_and_shares_it(tmp_path):
+    """Through the session's engine occlusion forwards exactly the distinct one-token
+    deletions that are not an input themselves (counted here from the token ids), and
+    the leave-one-out metrics that ask for the same variants forward nothing."""
+    out = tmp_path / "occ"
+    assert main(["run", "--out", str(out), "--limit", str(N), "--batch-size", "5",
+                 "--no-progress", "--explainers", "occlusion", "--metrics", "taucorr_loo",
+                 "flip_rate"]) == 0
+    session = open_session("synthetic", RunConfig(out=str(out), limit=N, batch_size=5,
+                                                  progress=False))
+    inputs, deletions = set(), set()
+    for b, *_ in session.batches(session.examples):
+        for i in range(len(b)):
+            ids = b.ids[i, : int(b.lengths[i])].tolist()
+            inputs.add(tuple(ids))
+            deletions.update(tuple(ids[:j] + ids[j + 1:]) for j in range(len(ids)))
+    recs = {r.metric.split("[")[0]: r for r in read_results(out / "results.jsonl")}
+    assert recs["taucorr_loo"].timing.explain_forward_rows == len(deletions - inputs)
+    assert recs["taucorr_loo"].timing.rows_forwarded == 0
+    assert recs["flip_rate"].timing.rows_forwarded == 0
+
+
 def test_a_runs_records_carry_the_explainers_cost(cost_run):
     recs = by_explainer(read_results(cost_run / "results.jsonl"))
     tokens = real_tokens(cost_run)
-    want = {"gradient": (N, N), "occlusion": (N + tokens, 0), "random": (0, 0)}
+    want = {"gradient": (N, N), "random": (0, 0)}
     for name, (fwd, bwd) in want.items():
         t = recs[name].timing
         assert t.n_examples == N
         assert (t.explain_forward_rows, t.explain_backward_rows) == (fwd, bwd), name
-        assert t.explain_forward_equivalents == fwd + 2 * bwd
+    # occlusion's variants go through the session's engine: the inputs themselves (its
+    # base) and whatever gradient's metric forwarded before are answered from memory
+    t = recs["occlusion"].timing
+    assert 0 < t.explain_forward_rows < tokens and t.explain_backward_rows == 0
+    for t in (recs[name].timing for name in ("gradient", "occlusion", "random")):
+        assert t.explain_forward_equivalents == t.explain_forward_rows + 2 * t.explain_backward_rows
         assert t.explain_peak_method in PEAK_METHODS and t.explain_peak_mib >= 0
         assert t.explain_s > 0
     assert recs["gradient"].timing.per_example("explain_forward_equivalents") == 3.0
@@ -390,7 +419,9 @@ def test_leaderboard_cost_columns(cost_run, capsys):
     assert list(lines[0])[-2:] == ["explain_s_per_example", "forward_equivalents_per_example"]
     fe = {x["explainer"].split("[")[0]: float(x["forward_equivalents_per_example"])
           for x in lines}
-    assert fe == {"gradient": 3.0, "occlusion": (N + tokens) / N, "random": 0.0}
+    occlusion = by_explainer(read_results(cost_run / "results.jsonl"))["occlusion"].timing
+    assert fe == {"gradient": 3.0, "occlusion": occlusion.explain_forward_rows / N, "random": 0.0}
+    assert fe["occlusion"] < (N + tokens) / N  # the engine answered some from memory
     assert all(float(x["explain_s_per_example"]) > 0 for x in lines)
     # the table: two more columns and a note; --wide too
     assert main(["leaderboard", "--entries", board, "--cost"]) == 0

@@ -19,6 +19,7 @@ from faithbench.benchmark.core.api import Batch, Explainer, ExplainerSpec
 from faithbench.benchmark.core.isolation import InProcess
 from faithbench.benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
 from faithbench.benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
+from faithbench.benchmark.core.perturb import Perturber, share_engine
 from faithbench.benchmark.core.validation import run_checks
 from faithbench.benchmark.core.vocab import collate
 from faithbench.submissions.integrated_gradients import IntegratedGradientsExplainer
@@ -166,7 +167,9 @@ def test_integrated_gradients_on_linear_model_is_gradient_times_input_minus_base
 @pytest.mark.parametrize("size", [1, 2, 3])
 def test_occlusion_is_probability_drop_on_deletion(size):
     check_against(submissions.get_explainer("occlusion"), BagOfWords(), OCCLUSION, size)
-    check_against(OcclusionExplainer(chunk_size=size), BagOfWords(), OCCLUSION, size)
+    model = BagOfWords()  # the shared engine forwarding its variants in chunks of `size`
+    share_engine(model, Perturber(model, chunk_size=size))
+    check_against(OcclusionExplainer(), model, OCCLUSION, size)
 
 
 @pytest.mark.parametrize("chunk_size", [1, 2, 3, 1024])
@@ -177,8 +180,9 @@ def test_occlusion_deletes_and_closes_the_gap_keeping_order_and_segments(chunk_s
     # delete pos 2 -> ids (2, 3), seg (0, 0): 0.1 (1·2 + 2·3) = 0.8
     # (masking instead of deleting would give 3.0, 2.6, 0.8 — so this tells them apart)
     batch = collate([[2, 3, 4], [5]], ["x", "y"], segments=[[0, 0, 1], [1]])
-    scores = OcclusionExplainer(chunk_size=chunk_size).explain(
-        Positional(), batch, torch.tensor([0, 0]), rng=rng())
+    model = Positional()
+    share_engine(model, Perturber(model, chunk_size=chunk_size))
+    scores = OcclusionExplainer().explain(model, batch, torch.tensor([0, 0]), rng=rng())
     want = torch.tensor([[sigmoid(3.2) - sigmoid(1.9), sigmoid(3.2) - sigmoid(1.8),
                           sigmoid(3.2) - sigmoid(0.8)],
                          [sigmoid(1.0) - sigmoid(0.0), 0.0, 0.0]])  # y: 0.1·1·2·5 = 1.0

@@ -6,10 +6,13 @@ same rows from the process pool as in-process."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +24,18 @@ from faithbench.benchmark.core.api import TaskOptions
 from faithbench.benchmark.core.records import read_jsonl
 from faithbench.benchmark.core.stats import racu
 from faithbench.benchmark.plan import RunConfig
-from faithbench.benchmark.roar import ALL, CLEAN, LENGTH, RANDOM, SweepConfig, report, sweep
+from faithbench.benchmark.roar import (
+    ALL,
+    CLEAN,
+    LENGTH,
+    RANDOM,
+    SweepConfig,
+    _TaskSweep,
+    report,
+    sweep,
+)
 from faithbench.metrics.masking import RandomMask
+from faithbench.tasks.classification import ReadyTask
 
 SMALL = SweepConfig(ratios=(0.3, 0.6), recursive=True)
 OCC = "occlusion[eraser=delete]@1"
@@ -170,6 +183,38 @@ def test_the_process_pool_writes_the_same_rows(swept, tmp_path, monkeypatch):
         assert (r.checkpoint, r.correct) == (mine[r.key].checkpoint, mine[r.key].correct)
         if r.mask != CLEAN:
             assert r.train_s is not None  # trained here, by the pool's workers
+
+
+def test_each_model_forwards_a_rows_masked_inputs_once(swept, tmp_path, monkeypatch):
+    """Recording a point (accuracy, erasure without retraining, the two AUROCs) passes
+    each example through each model once: the masked inputs' probabilities and hidden
+    states come from the same forward pass."""
+    config, _, root = swept
+    monkeypatch.setenv("FAITHBENCH_CACHE", str(root / "cache"))  # the swept models
+    out = tmp_path / "out"
+    shutil.copytree(config.out, out)  # its explanations, without its rows
+    (out / "roar" / "rows.jsonl").unlink()
+    seen: list[Counter] = []
+    batches = ReadyTask.batches
+
+    def counted(prepared, examples, batch_size):  # (model, example) pairs forwarded
+        if seen:
+            seen[-1].update((id(prepared), id(e)) for e in examples)
+        return batches(prepared, examples, batch_size)
+
+    record = _TaskSweep.record
+
+    def recording(self, *args, **kwargs):
+        seen.append(Counter())
+        try:
+            return record(self, *args, **kwargs)
+        finally:
+            assert seen[-1] and max(seen[-1].values()) == 1, seen[-1].most_common(1)
+
+    monkeypatch.setattr(ReadyTask, "batches", counted)
+    monkeypatch.setattr(_TaskSweep, "record", recording)
+    rows = sweep(replace(config, out=str(out)), SweepConfig(ratios=SMALL.ratios, leakage=False))
+    assert len(seen) == len(rows) == 2 * 8  # every roar row recorded again, from the cache
 
 
 def test_kill_9_mid_sweep_loses_only_the_jobs_in_flight(tmp_path):

@@ -251,13 +251,17 @@ def test_reference_explainers_are_a_registry_with_did_you_mean():
 
 
 def test_run_summary_counts_rows_requested_and_forwarded(tmp_path, synthetic_ready):
-    """Every unit's rows plus the base predictions (one row per example, once per model)."""
+    """Every unit's rows plus the base predictions (one row per example, once per model)
+    plus what occlusion asked the engine for: each input and each one-token deletion."""
     summary = run(RunConfig(out=str(tmp_path), explainers=("random", "occlusion"),
                             metrics=("aopc_morf", "flip_rate", "comprehensiveness"), **FAST))
     units = [r.timing for r in summary.results]
     assert len(units) == 6
-    assert summary.rows_requested == sum(t.rows_requested for t in units) + 24
-    assert summary.rows_forwarded == sum(t.rows_forwarded for t in units) + 24
+    tokens = sum(len(e.tokens) for e in synthetic_ready.examples("test", 24))
+    occlusion = next(t for r, t in zip(summary.results, units) if "occlusion" in r.explainer)
+    assert summary.rows_requested == sum(t.rows_requested for t in units) + 24 + 24 + tokens
+    assert summary.rows_forwarded == (sum(t.rows_forwarded for t in units) + 24
+                                      + occlusion.explain_forward_rows)
     # flip_rate's variant is aopc_morf's k = 1: forwarded by aopc_morf, free afterwards
     flip = [t for r, t in zip(summary.results, units) if r.metric.startswith("flip_rate")]
     assert all(t.rows_requested == 24 and t.rows_forwarded == 0 for t in flip)

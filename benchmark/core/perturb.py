@@ -178,6 +178,16 @@ def engine_for(model: ExplainableModel) -> Perturber:
     return engine
 
 
+def variant_probs(model: ExplainableModel, batch: Batch, rows: torch.Tensor,
+                  keep: torch.Tensor, eraser: str = "delete") -> torch.Tensor:
+    """(N, C) probabilities (on the CPU) of variant i = row ``rows[i]`` of ``batch`` with
+    the positions ``keep[i]`` (N, T) kept and the others erased by ``eraser``, through
+    the engine shared by everything that perturbs ``model`` (``engine_for``): each
+    distinct variant is forwarded once, and one that a metric or another explainer
+    forwarded before is answered from memory. What a perturbation plugin calls."""
+    return engine_for(model).probs_of_variants(batch, rows, keep, eraser)
+
+
 def variant_keys(batch: Batch) -> list[bytes]:
     """One key per row: what the model sees of it (ids and segments under the mask,
     -1 elsewhere, and the real prefix), cut after its last real position, so the
