@@ -157,7 +157,7 @@ class ClassificationTask:
 
     def _setup(self, options: TaskOptions) -> Setup:
         splits = self.read(options)
-        if options.train_limit:
+        if options.train_limit and self.train_split in splits:  # none read for --model-path
             splits[self.train_split] = splits[self.train_split][: options.train_limit]
         if transformer.family(options) != "bilstm":  # subword pieces, a pretrained encoder
             fam = transformer.setup(self, options, splits)

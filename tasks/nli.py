@@ -82,11 +82,11 @@ def read(options: TaskOptions) -> dict[str, list[Example]]:
     if variant not in VARIANTS:
         raise InputError(f"nli: unknown variant {variant!r}; choose {' or '.join(VARIANTS)}")
     data_dir = resolve_data_dir(options.data_dir)
+    wanted = (["train"] if options.reads_training_split else []) + ["validation", "test"]
     if data_dir is None:
-        raw = load_hub(HUB_ID, ["train", "validation", "test"])
+        raw = load_hub(HUB_ID, wanted)
     else:
-        raw = load_local(data_dir / "snli", ["train", "validation", "test"], COLUMNS, LABELS,
-                         texts=TEXTS)
+        raw = load_local(data_dir / "snli", wanted, COLUMNS, LABELS, texts=TEXTS)
     splits = {split: [pair_example(f"{split}-{i}", r)
                       for i, r in _labelled(split, rows, hub=data_dir is None)]
               for split, rows in raw.items()}

@@ -56,16 +56,17 @@ def read(options: TaskOptions) -> dict[str, list[Example]]:
     if variant not in VARIANTS:
         raise InputError(f"sentiment: unknown training split {variant!r}; choose {' or '.join(VARIANTS)}")
     data_dir = resolve_data_dir(options.data_dir)
+    train = options.reads_training_split
     if data_dir is None:
-        if variant == "sentences":
+        if variant == "sentences" and train:
             raise InputError("sentiment: the hub copy has no sentence-level train split; "
                              "use --data-dir with a local sst2/ folder or the phrases variant")
-        raw = load_hub(HUB_ID, ["train", "validation", "test"])
+        raw = load_hub(HUB_ID, ["validation", "test"] + (["train"] if train else []))
     else:
         raw = load_local(data_dir / "sst2", ["validation", "test"]
-                         + (["train"] if variant == "sentences" else []), COLUMNS, {0, 1},
-                         texts=("sentence",))
-        if variant == "phrases":
+                         + (["train"] if variant == "sentences" and train else []), COLUMNS,
+                         {0, 1}, texts=("sentence",))
+        if variant == "phrases" and train:
             raw["train"] = load_local(data_dir / "sst2_phrases", ["train"], COLUMNS, {0, 1},
                                       texts=("sentence",))["train"]
     splits = {}

@@ -4,6 +4,8 @@ presets against an independent re-implementation of ferret's evaluators over tex
 label mapping of a user's checkpoint, and a small fine-tuning run."""
 
 
+import importlib
+
 import numpy as np
 import pytest
 import torch
@@ -328,6 +330,38 @@ def test_model_path_checkpoint_is_evaluated_with_outputs_in_task_order(
     with pytest.raises(InputError, match="are not the task's"):
         task.prepare(TaskOptions(data_dir=str(shared_data), variant="sentences",
                                  model_path=str(bad), train_limit=50), progress=False)
+
+
+@pytest.mark.parametrize("task, labels, files, train", [
+    ("sentiment", {0: "negative", 1: "positive"}, "sst2", ("sst2_phrases", ("train",))),
+    ("nli", {0: "entailment", 1: "neutral", 2: "contradiction"}, "snli",
+     ("snli", ("train", "validation", "test"))),
+])
+def test_a_model_path_checkpoint_reads_no_training_split(tmp_path, tokenizer, shared_data,
+                                                         monkeypatch, task, labels, files,
+                                                         train):
+    """A checkpoint evaluated as is needs no training data (SST-2's 67k phrases, SNLI's
+    training pairs): not read, and the model's data fingerprint and cache key are those
+    of a full read, which left them out after reading them."""
+    from faithbench import tasks
+    module = importlib.import_module(f"faithbench.tasks.{task}")
+    save_tiny(tmp_path, tokenizer, labels)
+    options = TaskOptions(data_dir=str(shared_data), model_path=str(tmp_path))
+    read, load = [], module.load_local
+
+    def recorded(folder, splits, *args, **kwargs):
+        read.append((folder.name, tuple(splits)))
+        return load(folder, splits, *args, **kwargs)
+
+    monkeypatch.setattr(module, "load_local", recorded)
+    ready = tasks.get_task(task).prepare(options, progress=False)
+    assert read == [(files, ("validation", "test"))]
+    read.clear()
+    monkeypatch.setattr(TaskOptions, "reads_training_split", property(lambda self: True))
+    full = tasks.get_task(task).prepare(options, progress=False)
+    assert train in read  # as before: read, then left out
+    assert (ready.data_fingerprint, ready.cache_key) == (full.data_fingerprint, full.cache_key)
+    assert set(ready.splits) == set(full.splits) == {"validation", "test"}
 
 
 def test_pieces_carry_words_segments_and_word_rationales(tokenizer):

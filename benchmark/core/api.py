@@ -354,6 +354,13 @@ class TaskOptions:
     model_path: str | None = None  # a Hugging Face classifier directory to evaluate as is
     model_layers: int | None = None  # transformer family: keep the first N encoder layers
 
+    @property
+    def reads_training_split(self) -> bool:
+        """Whether the model needs the training data: a ``--model-path`` checkpoint is
+        evaluated as it is, so a reader may skip its training split (SST-2's 67k
+        phrases take longer to read than the checkpoint takes to score 1,821 sentences)."""
+        return self.model_path is None
+
 
 @runtime_checkable
 class PreparedTask(Protocol):
