@@ -188,7 +188,7 @@ def run(config: RunConfig) -> RunSummary:
     start, started = time.perf_counter(), time.time()
     out = Path(config.out)
     check_names(config)  # names first: a typo stops the run before it trains
-    explainers, load_failures = _load_explainers(config)
+    explainers, refs, load_failures = _load_explainers(config)
     out.mkdir(parents=True, exist_ok=True)
     summary = RunSummary(out, selection=selection_label(config.as_dict()))
     summary.failures += load_failures
@@ -199,13 +199,18 @@ def run(config: RunConfig) -> RunSummary:
     progress = Overall(plan.planned(config, len(explainers), lambda task: len(metrics_for(
         task_registry.get_task(task).spec, config.metrics))), show=config.progress)
     try:
-        for i, (task_name, seed) in enumerate(plan.models(config)):
-            session = open_session(task_name, config, seed)
-            summary.accuracy[f"{session.spec.id}/seed={seed}"] = session.prepared.accuracy
-            _run_session(session, explainers, done, summary,
-                         _Progress(progress, i, since))
-            summary.rows_requested += session.perturber.rows_requested
-            summary.rows_forwarded += session.perturber.rows_forwarded
+        if config.executor == "in-process":
+            for i, (task_name, seed) in enumerate(plan.models(config)):
+                session = open_session(task_name, config, seed)
+                summary.accuracy[f"{session.spec.id}/seed={seed}"] = session.prepared.accuracy
+                _run_session(session, explainers, done, summary,
+                             _Progress(progress, i, since))
+                summary.rows_requested += session.perturber.rows_requested
+                summary.rows_forwarded += session.perturber.rows_forwarded
+        else:  # the same units as jobs, on worker processes or a Ray cluster
+            from faithbench.benchmark.distributed import run_units
+
+            run_units(config, explainers, refs, done, summary, progress)
     finally:
         progress.close()
     if config.write_leaderboard:
@@ -243,15 +248,17 @@ def record_failure(out: Path, exc: PluginError, task: str, explainer: str,
 
 
 def _load_explainers(config: RunConfig):
-    refs = config.explainers or submissions.REFERENCE
-    loaded, failures = [], []
-    for ref in refs:
+    """The explainers that load, each with ``ref`` set to the reference it was given by
+    (what a job on another process loads it by), and the failures of the others."""
+    loaded, failures, refs_of = [], [], {}
+    for ref in config.explainers or submissions.REFERENCE:
         try:
             loaded.append(resolve_explainer(ref, confinement(config)))
+            refs_of[loaded[-1].spec.id] = ref
         except PluginError as exc:
             log.error("%s", exc)
             failures.append(FailureRecord(task="*", explainer=ref, stage="load", message=str(exc)))
-    return loaded, failures
+    return loaded, refs_of, failures
 
 
 def serviceable(explainers, model, task_id: str) -> list:
@@ -273,10 +280,10 @@ def metrics_for(spec, names):
     return metric_registry.default_metrics(spec.kind, spec.has_reference)
 
 
-def _run_session(session: EvaluationSession, explainers, done, summary,
-                 progress: _Progress) -> None:
-    """Walk the units of one model: explain once per explainer, then score its metrics."""
-    config, out = session.config, Path(session.config.out)
+def session_units(session: EvaluationSession, explainers) -> tuple[list[plan.Unit], dict, dict]:
+    """One model's units (explainer by explainer), its metrics by id and the explainers
+    it can serve by id: the run's plan for that model, in-process or as jobs."""
+    config = session.config
     metrics = {m.spec.id: m for m in session.applicable(metrics_for(session.spec, config.metrics))}
     if not config.explainers:  # the default set: only those this model can serve
         explainers = serviceable(explainers, session.prepared.model, session.spec.id)
@@ -285,15 +292,30 @@ def _run_session(session: EvaluationSession, explainers, done, summary,
     units = plan.units(config, session.spec.name, session.seed, session.prepared.checkpoint,
                        session.split, list(by_id), list(metrics),
                        data=session.prepared.data_fingerprint)
+    return units, metrics, by_id
+
+
+def group_claim(session: EvaluationSession, explainer_id: str) -> tuple[str, str]:
+    """The claim key and label of one explainer's units on the session's model: another
+    process computing them holds it (``claims``: never computed twice, never wedged)."""
+    config = session.config
+    key = content_hash([session.prepared.checkpoint, explainer_id, session.split,
+                        config.selection, session.seed, session.prepared.data_fingerprint])
+    return key, f"{explainer_id} on {session.spec.id}, seed {session.seed}"
+
+
+def _run_session(session: EvaluationSession, explainers, done, summary,
+                 progress: _Progress) -> None:
+    """Walk the units of one model: explain once per explainer, then score its metrics."""
+    out = Path(session.config.out)
+    units, metrics, by_id = session_units(session, explainers)
     progress.overall.model(progress.model, (u.key for u in units), done)
     for explainer_id, same in groupby(units, key=lambda u: u.explainer):
         group = list(same)
         if any(u.key not in done for u in group):
             # another process may be computing these units: wait for its claim, then
-            # take what it finished (``claims``: never computed twice, never wedged)
-            key = content_hash([session.prepared.checkpoint, explainer_id, session.split,
-                                config.selection, session.seed, session.prepared.data_fingerprint])
-            with claim(out, key, f"{explainer_id} on {session.spec.id}, seed {session.seed}"):
+            # take what it finished
+            with claim(out, *group_claim(session, explainer_id)):
                 done.update(finished(out, progress.since))
                 _run_group(session, by_id[explainer_id], group, metrics, done, summary,
                            progress.overall)

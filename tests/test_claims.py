@@ -155,3 +155,34 @@ def test_a_run_killed_while_holding_a_claim_blocks_nothing(tmp_path, plugin, syn
     assert time.perf_counter() - start_s < 120
     keys = unit_keys(out)
     assert len(keys) == len(set(keys)) == len(METRICS)
+
+
+def test_a_forked_child_does_not_keep_its_parents_claims(tmp_path):
+    """A claim's lock lasts while any descriptor of it is open: a child forked while the
+    claim is held (a pool worker) closes its copy, so the claim ends with its holder even
+    when the child lives on (as orphaned workers of a kill -9'd run did)."""
+    import fcntl
+    import multiprocessing
+
+    from faithbench.benchmark.core.claims import claim
+
+    ctx = multiprocessing.get_context("fork")
+    release, started = ctx.Event(), ctx.Event()
+
+    def child():
+        started.set()
+        release.wait(30)
+
+    with claim(tmp_path, "k", "a test unit"):
+        worker = ctx.Process(target=child)
+        worker.start()
+        assert started.wait(30)
+    try:  # the parent let go; the child still runs: the lock must be free
+        fd = os.open(tmp_path / "claims" / "k.lock", os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError if kept
+        finally:
+            os.close(fd)
+    finally:
+        release.set()
+        worker.join(30)

@@ -239,3 +239,16 @@ def test_a_retrained_model_comes_back_from_a_cluster_without_a_shared_disk(
     assert TASK.model_file(retrain.options(transform)).is_file()  # shipped into this cache
     assert prepared.checkpoint_file.is_relative_to(driver)
     assert trained_here == [False]  # loaded here, never trained here
+
+
+def test_run_on_ray_writes_the_in_process_runs_results(ray_cluster, tmp_path, synthetic_ready):
+    """``run --executor ray --address``: models and units as Ray tasks on the cluster's
+    workers, the same result lines as in-process (``tests/test_distributed.py``)."""
+    from faithbench.benchmark.cli import main
+    from tests.test_distributed import SYNTHETIC, same_results
+
+    here, there = tmp_path / "here", tmp_path / "ray"
+    assert main(["run", "--out", str(here), *SYNTHETIC]) == 0
+    assert main(["run", "--out", str(there), "--executor", "ray", "--address", ray_cluster,
+                 *SYNTHETIC]) == 0
+    same_results(here, there)

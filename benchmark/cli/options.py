@@ -96,11 +96,14 @@ def engine(p: argparse.ArgumentParser) -> None:
 
 
 def executor(p: argparse.ArgumentParser) -> None:
-    """Where retraining jobs run (ROAR)."""
-    g = p.add_argument_group("retraining jobs (ROAR)")
+    """Where jobs run: a run's model trainings and (model, explainer) units, ROAR's
+    retrainings."""
+    g = p.add_argument_group("jobs")
     g.add_argument("--executor", choices=EXECUTORS, default="in-process",
                    help="in-process (default), pool (worker processes on this machine) or "
-                   "ray (a cluster)")
+                   "ray (a cluster): `run` trains its models and computes each explainer's "
+                   "units on a model as jobs, `roar` its retrainings; the results are the "
+                   "same")
     g.add_argument("--workers", type=int, help="pool size, or a new local Ray cluster's "
                    "CPUs (default: all cores)")
     g.add_argument("--address", help="address of a running Ray cluster (ray start --head "

@@ -23,6 +23,23 @@ except ImportError:  # pragma: no cover - not on Unix
     fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
+_HELD: set[int] = set()  # descriptors of the claims this process holds
+
+
+def _drop_inherited() -> None:
+    """In a forked child: close the claim descriptors inherited from the parent. A lock
+    lasts while any descriptor of it is open, so a worker forked by a run holding
+    claims (a pool worker, a plugin worker) would otherwise keep them after a kill -9
+    of the run, and the resumed run would wait on them."""
+    for fd in _HELD:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_drop_inherited)
 
 
 @contextmanager
@@ -49,6 +66,8 @@ def claim(folder: Path, key: str, what: str):
         # (its guard for truncate-and-rewrite), 3 ms per claim instead of 3 us
         os.pwrite(fd, mine, 0)
         os.ftruncate(fd, len(mine))
+        _HELD.add(fd)
         yield
     finally:
+        _HELD.discard(fd)
         os.close(fd)  # releases the claim

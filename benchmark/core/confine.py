@@ -107,12 +107,20 @@ def landlock_writes_only(writable: list[Path]) -> int:
     return abi
 
 
+def die_with_parent(parent_pid: int) -> bool:
+    """SIGKILL this process when its parent ``parent_pid`` dies (Linux), so a worker
+    never outlives a killed faithbench; False where it cannot be armed."""
+    if not _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL):
+        return False
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+    return True
+
+
 def confine_self(scratch: Path, memory_bytes: int | None, parent_pid: int | None) -> dict:
     """Called first thing in a worker, before any plugin code: what was applied."""
     applied: dict[str, object] = {}
-    if parent_pid is not None and _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL):
-        if os.getppid() != parent_pid:  # the parent died before the signal was armed
-            os._exit(1)
+    if parent_pid is not None and die_with_parent(parent_pid):
         applied["parent_death_signal"] = True
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     _lower(resource.RLIMIT_FSIZE, 1 << 30)  # 1 GiB in scratch is plenty

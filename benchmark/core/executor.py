@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import torch
 
+from faithbench.benchmark.core.confine import die_with_parent
 from faithbench.benchmark.core.errors import InputError
 
 EXECUTORS = ("in-process", "pool", "ray")
@@ -61,9 +62,10 @@ class InProcessExecutor:
 _FN: Callable[[Any], Any] | None = None  # the job function, inherited by forked workers
 
 
-def _start_worker() -> None:
+def _start_worker(parent_pid: int) -> None:
     # OpenMP's thread pool does not survive fork (faithbench.benchmark.core.isolation): one thread
     torch.set_num_threads(1)
+    die_with_parent(parent_pid)  # a killed driver takes its workers (and their jobs) along
 
 
 def _call(job: Any) -> Any:
@@ -92,7 +94,8 @@ class ProcessPoolExecutor:
         try:
             ctx = multiprocessing.get_context("fork")
             with futures.ProcessPoolExecutor(min(self.workers, len(jobs)), mp_context=ctx,
-                                             initializer=_start_worker) as pool:
+                                             initializer=_start_worker,
+                                             initargs=(os.getpid(),)) as pool:
                 pending = {pool.submit(_call, job): i for i, job in enumerate(jobs)}
                 return _collect(pending, futures.as_completed(pending), on_done, len(jobs))
         finally:
