@@ -24,6 +24,7 @@ from pathlib import Path
 
 from faithbench import tasks as task_registry
 from faithbench.benchmark import plan
+from faithbench.benchmark.core.api import Explainer
 from faithbench.benchmark.core.claims import claim
 from faithbench.benchmark.core.errors import InputError, PluginError
 from faithbench.benchmark.core.records import (
@@ -134,7 +135,7 @@ def run_units(config: RunConfig, explainers: list, refs: dict[str, str], done: d
     train_models(config, executor)
     out = Path(config.out)
     jobs: list[UnitsJob] = []
-    sessions: list[tuple[EvaluationSession, object]] = []
+    sessions: list[tuple[EvaluationSession, Explainer]] = []
     labels: list[tuple[str, str]] = []
     for i, (task_name, seed) in enumerate(plan.models(config)):
         session = open_session(task_name, config, seed)  # the model, from the cache
