@@ -3,7 +3,8 @@
 
 Each measured table in the README sits under the command that prints it, on a line of
 its own in backticks (`` `faithbench leaderboard --entries runs/... --format markdown
-...` ``). This script runs every such command whose ``--entries`` folder exists under
+...` ``, or `` `python benchmarks/workers_budget.py runs/...` ``). This script runs
+every such command whose ``--entries`` folder (the budget's folders) exists under
 ``--runs-root`` (the folder the README's ``run`` commands were started in) and puts its
 table in place of the one below the command; tables whose entries are absent are left
 as they are and listed, so a partial rerun updates only what it recomputed.
@@ -27,33 +28,46 @@ from faithbench.benchmark.cli import main as faithbench
 ROOT = Path(__file__).resolve().parent.parent
 # the README's headline table and every table of the results pages, one page per group
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs" / "results").glob("*.md")))
-PREFIXES = ("`faithbench leaderboard ", "`faithbench compare ")
+PREFIXES = ("`faithbench leaderboard ", "`faithbench compare ",
+            "`python benchmarks/workers_budget.py ")
 
 
 def command_of(line: str) -> list[str] | None:
     """The argv of a README line that is exactly one backticked leaderboard or compare
-    command."""
+    command (or ``python benchmarks/workers_budget.py``'s), program name included."""
     line = line.strip()
     if not (line.startswith(PREFIXES) and line.endswith("`") and line.count("`") == 2):
         return None
-    return shlex.split(line[1:-1])[1:]
+    return shlex.split(line[1:-1])
 
 
-def entries_of(argv: list[str]) -> str | None:
-    return argv[argv.index("--entries") + 1] if "--entries" in argv else None
+def inputs_of(argv: list[str]) -> list[str]:
+    """The folders (under the runs root) the command reads."""
+    if argv[0] != "faithbench":  # the budget script: its arguments are result folders
+        return argv[2:]
+    return [argv[argv.index("--entries") + 1] if "--entries" in argv
+            else "faithbench-results/leaderboard"]
 
 
 def table_of(argv: list[str], root: Path) -> list[str]:
     """The markdown table lines the command prints, run in ``root``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("workers_budget",
+                                                  ROOT / "benchmarks" / "workers_budget.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    budget = module.main
     out, here = io.StringIO(), Path.cwd()
     os.chdir(root)
     try:
         with contextlib.redirect_stdout(out):
-            code = faithbench(argv)
+            code = faithbench(argv[1:]) if argv[0] == "faithbench" else budget(argv[2:])
     finally:
         os.chdir(here)
     if code != 0:
-        raise SystemExit(f"faithbench {shlex.join(argv)} exited {code}")
+        raise SystemExit(f"{shlex.join(argv)} exited {code}")
     return [line for line in out.getvalue().splitlines() if line.startswith("|")]
 
 
@@ -66,7 +80,7 @@ def regenerate(lines: list[str], root: Path) -> tuple[list[str], list[str], list
         i += 1
         if argv is None:
             continue
-        if not (root / (entries_of(argv) or "faithbench-results/leaderboard")).is_dir():
+        if not all((root / folder).is_dir() for folder in inputs_of(argv)):
             skipped.append(shlex.join(argv))
             continue
         while i < len(lines) and not lines[i].strip():  # blank lines before it
@@ -93,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         old = page.read_text().splitlines()
         new, done, skipped = regenerate(old, args.runs_root)
         for cmd in skipped:
-            print(f"skipped (no entries under {args.runs_root}): faithbench {cmd}",
+            print(f"skipped (no entries under {args.runs_root}): {cmd}",
                   file=sys.stderr)
         changed = new != old
         any_change |= changed

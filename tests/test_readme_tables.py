@@ -76,3 +76,30 @@ def test_the_script_covers_the_readme_and_every_results_page():
         assert not commands or page in pages, (page, commands[:1])
     assert sum(readme_tables.command_of(line) is not None for page in pages
                for line in page.read_text(encoding="utf-8").splitlines()) >= 13
+
+
+def test_the_workers_budget_is_the_list_schedule_of_the_recorded_seconds(tmp_path,
+                                                                         synthetic_ready):
+    """Jobs of 5, 3, 3, 2 s in that order: 1 worker 13 s; 2 workers 5 | 3+3 -> the third
+    goes to the one free at 3 (3+3=6), the fourth to the one free at 5 (5+2=7): 7 s;
+    4 workers: the longest, 5 s. The jobs of a real run are its (model, explainer) pairs
+    with explain_s once and every metric_s."""
+    spec = importlib.util.spec_from_file_location(
+        "workers_budget", SCRIPT.parent / "workers_budget.py")
+    budget = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(budget)
+    assert [budget.makespan([5, 3, 3, 2], w) for w in (1, 2, 4)] == [13, 7, 5]
+    run(RunConfig(out=str(tmp_path / "runs" / "a"), explainers=("attention", "random"),
+                  metrics=("comprehensiveness", "sufficiency"), limit=24, batch_size=8,
+                  progress=False))
+    from faithbench.benchmark.core.records import read_results
+    records = read_results(tmp_path / "runs" / "a" / "results.jsonl")
+    want = {}
+    for r in records:
+        want.setdefault(r.explainer, r.timing.explain_s)
+        want[r.explainer] += r.timing.metric_s
+    assert sorted(budget.jobs(tmp_path / "runs" / "a")) == sorted(want.values())
+    cmd = "`python benchmarks/workers_budget.py runs/a`"
+    new, done, _ = readme_tables.regenerate([cmd, "", "| old |"], tmp_path)
+    assert done == ["python benchmarks/workers_budget.py runs/a"]
+    assert new[2].startswith("| results") and new[4].startswith("| runs/a ")
