@@ -1,14 +1,18 @@
 """``run`` on an executor (``--executor pool|ray``): the in-process run's units, as jobs.
 
-Two stages. Models: every (task, seed) model that this machine's cache lacks is
+Three stages. Models: every (task, seed) model that this machine's cache lacks is
 trained as a job (``core.retrain.train_job``; its file comes back into the driver's
-cache), so the seeds train side by side. Units: one job per (model, explainer) with
-units left to compute. The worker loads the model, takes the cached explanations or
-explains, scores the units' metrics and sends back the result records, their
-per-example rows and any explanations it computed; the driver stores those in its
-explanation cache and writes each unit as the in-process run does (per-example file
-first, then the result line), under the same claims. So a killed worker loses only
-its job, and a killed driver resumes like any run.
+cache), so the seeds train side by side. Explanations: every (model, explainer) with
+units left and no cached explanations is explained in chunks of ``CHUNK_BATCHES`` of
+the session's batches, one job each (so one slow explainer, such as KernelSHAP on
+the 7,020 Hansards rows, spreads over the workers); a chunk is whole batches with the
+model's own targets, so each example is explained exactly as in one process, and the
+driver puts the chunks together in its explanation cache. Units: one job per
+(model, explainer), handed its explanations; the worker scores the units' metrics and
+sends back the result records and their per-example rows, which the driver writes as
+the in-process run does (per-example file first, then the result line), under the
+same claims. So a killed worker loses only its job, and a killed driver resumes like
+any run (with the explanations it had stored).
 
 Results equal the in-process run's up to float32 rounding: the same keys and the same
 computations, but a worker's perturbation engine shares variants only within its own
@@ -17,6 +21,7 @@ job, so a variant may be forwarded in another chunk of rows than in one process.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
@@ -26,6 +31,7 @@ from faithbench import tasks as task_registry
 from faithbench.benchmark import plan
 from faithbench.benchmark.core.api import Explainer
 from faithbench.benchmark.core.claims import claim
+from faithbench.benchmark.core.cost import Cost
 from faithbench.benchmark.core.errors import InputError, PluginError
 from faithbench.benchmark.core.records import (
     FailureRecord,
@@ -44,6 +50,7 @@ from faithbench.benchmark.session import (
 )
 
 log = logging.getLogger(__name__)
+CHUNK_BATCHES = 8  # an explanation job's examples: this many of the session's batches
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,16 @@ class UnitsJob:
     out: str
     explainer: str  # the reference as the run was given it (a name, id, path or module)
     units: tuple[Unit, ...]
+    explained: Explained | None = None  # put together from its chunks by the driver
+
+
+@dataclass(frozen=True)
+class ChunkJob:
+    """The explanations of ``examples[start:stop]`` by one explainer on one model."""
+
+    units: UnitsJob  # whose model and explainer
+    start: int
+    stop: int
 
 
 @dataclass
@@ -77,32 +94,54 @@ class UnitsDone:
 _SESSIONS: dict[tuple, EvaluationSession] = {}
 
 
-def units_job(job: UnitsJob) -> UnitsDone:
-    """Explain (unless cached) and score ``job.units`` on the worker."""
-    from faithbench.benchmark.runner import metrics_for, resolve_explainer
+def _worker_session(job: UnitsJob) -> tuple[RunConfig, EvaluationSession, Explainer]:
+    """The job's configuration, session (kept for the worker's next job on the same
+    model) and explainer."""
+    from faithbench.benchmark.runner import resolve_explainer
 
     config = RunConfig.of(job.evaluation, job.execution, out=job.out)
     name = (job.task, job.seed, job.evaluation, job.out)
     if name not in _SESSIONS:
         _SESSIONS.clear()  # one model at a time: jobs come model by model
         _SESSIONS[name] = open_session(job.task, config, job.seed)
-    session = _SESSIONS[name]
+    return config, _SESSIONS[name], resolve_explainer(job.explainer, confinement(config))
+
+
+def chunk_job(job: ChunkJob) -> Explained | FailureRecord:
+    """Explain one chunk of the examples on the worker (a plugin's failure comes back
+    as its record)."""
+    _, session, explainer = _worker_session(job.units)
+    try:
+        return session.part(job.start, job.stop).explain(explainer, cache=False)
+    except PluginError as exc:
+        return _failure(session, explainer, exc, job.units.seed)
+
+
+def _failure(session: EvaluationSession, explainer: Explainer, exc: PluginError,
+             seed: int) -> FailureRecord:
+    return FailureRecord(task=session.spec.id, explainer=explainer.spec.id, stage=exc.stage,
+                         message=str(exc), example_ids=list(exc.example_ids), model_seed=seed)
+
+
+def units_job(job: UnitsJob) -> UnitsDone:
+    """Score ``job.units`` on the worker, explaining first if the job brings no
+    explanations and none are cached."""
+    from faithbench.benchmark.runner import metrics_for
+
+    config, session, explainer = _worker_session(job)
     requested, forwarded = session.perturber.rows_requested, session.perturber.rows_forwarded
-    explainer = resolve_explainer(job.explainer, confinement(config))
     metrics = {m.spec.id: m for m in session.applicable(metrics_for(session.spec, config.metrics))}
-    cached = session.cached(explainer)
+    given = job.explained or session.cached(explainer)
     done = UnitsDone(None)
     try:
-        explained = cached or session.explain(explainer, cache=False)
-        done.explained = None if cached else explained
+        explained = given or session.explain(explainer, cache=False)
+        done.explained = None if given else explained
         for unit in job.units:
             scored = session.score(metrics[unit.metric], explained.scores, explainer=explainer)
             record = session.record(unit, explainer, metrics[unit.metric], scored, explained)
             done.results.append((record, per_example_rows(scored)))
     except PluginError as exc:  # the explainer's failure, reported like the run's own
-        done.failures.append(FailureRecord(
-            task=session.spec.id, explainer=explainer.spec.id, stage=exc.stage,
-            message=str(exc), example_ids=list(exc.example_ids), model_seed=job.seed))
+        done.failures.append(_failure(session, explainer, exc, job.seed))
     done.rows_requested = session.perturber.rows_requested - requested
     done.rows_forwarded = session.perturber.rows_forwarded - forwarded
     return done
@@ -166,6 +205,7 @@ def run_units(config: RunConfig, explainers: list, refs: dict[str, str], done: d
                 if u.key in done:
                     progress.finish(u.key)
             pending.append(replace(job, units=todo))
+        explain_chunks(executor, pending, sessions, summary, progress)
         index = [i for i, job in enumerate(pending) if job.units]
         if index:
             log.info("run: %d job(s) of units on %s", len(index), executor.name)
@@ -194,6 +234,58 @@ def run_units(config: RunConfig, explainers: list, refs: dict[str, str], done: d
             summary.rows_forwarded += result.rows_forwarded
 
         executor.map(units_job, [pending[i] for i in index], on_done=arrived)
+
+
+def explain_chunks(executor, pending: list[UnitsJob],
+                   sessions: list[tuple[EvaluationSession, Explainer]], summary,
+                   progress) -> None:
+    """Explain, in chunks of whole batches on the executor, every pending job's
+    examples that the cache lacks; each job gets its explanations (stored in the cache
+    as its last chunk arrives), or, when a chunk fails, is dropped with its failure
+    recorded (``pending`` is updated in place)."""
+    chunks: list[ChunkJob] = []
+    owner: list[int] = []  # the pending job of each chunk
+    for i, job in enumerate(pending):
+        session, explainer = sessions[i]
+        if not job.units or session.cached(explainer) is not None:
+            continue
+        ends = list(itertools.accumulate(len(b) for b, _, _ in session.batches(session.examples)))
+        bounds = [0, *ends[CHUNK_BATCHES - 1::CHUNK_BATCHES]]
+        if bounds[-1] != len(session.examples):
+            bounds.append(len(session.examples))
+        chunks += [ChunkJob(job, a, b) for a, b in itertools.pairwise(bounds)]
+        owner += [i] * (len(bounds) - 1)
+    if not chunks:
+        return
+    log.info("run: %d chunk(s) of examples to explain on %s", len(chunks), executor.name)
+    parts: dict[int, dict[int, Explained | FailureRecord]] = {}
+    wanted = {i: owner.count(i) for i in set(owner)}
+    out = Path(pending[owner[0]].out)
+
+    def arrived(j: int, part: Explained | FailureRecord) -> None:
+        i = owner[j]
+        parts.setdefault(i, {})[chunks[j].start] = part
+        if len(parts[i]) < wanted[i]:
+            return
+        got = [parts[i][start] for start in sorted(parts[i])]
+        failed = [p for p in got if isinstance(p, FailureRecord)]
+        if failed:  # reported and kept out, as in-process; its units are not computed
+            log.error("%s", failed[0].message)
+            append_jsonl(out / "failures.jsonl", failed[0].as_dict())
+            summary.failures.append(failed[0])
+            for unit in pending[i].units:
+                progress.finish(unit.key, failed=True)
+            pending[i] = replace(pending[i], units=())
+            return
+        done = [p for p in got if isinstance(p, Explained)]
+        explained = Explained([s for p in done for s in p.scores],
+                              [t for p in done for t in p.targets],
+                              sum(p.seconds for p in done), Cost.total([p.cost for p in done]))
+        session, explainer = sessions[i]
+        session.store(explainer, explained)
+        pending[i] = replace(pending[i], explained=explained)
+
+    executor.map(chunk_job, chunks, on_done=arrived)
 
 
 def _finished(out: Path) -> list[ResultRecord]:

@@ -102,6 +102,14 @@ class EvaluationSession:
         share_engine(self.prepared.model, self.perturber)
         return other
 
+    def part(self, start: int, stop: int) -> EvaluationSession:
+        """The session on ``examples[start:stop]`` with this session's targets, sharing
+        its engine: explained there, those examples get the scores they get here when
+        the part starts and ends on this session's batch boundaries (``batches``)."""
+        other = self.on(self.examples[start:stop])
+        other.targets = self.targets[start:stop]
+        return other
+
     def on_split(self, split: str, limit: int | None = None) -> EvaluationSession:
         """A session of the same model on another split (e.g. ROAR explains the training
         split); its explanations are cached under their own split key."""
