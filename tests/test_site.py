@@ -206,11 +206,12 @@ def test_the_shipped_releases_site_renders_every_page(tmp_path):
     print(f"\npublished {release.version} site: {len(pages)} pages, {weight / 1024:.0f} KiB "
           f"in all; screenshots in {tmp_path}")
     assert len(pages) == 1 + len({(r.task, r.suite) for r in release.rows}) + (
-        1 if release.agreement else 0)
+        1 if release.agreement else 0) + (1 if release.roar else 0)
     for page in pages:
         dom, console = render(page, tmp_path / f"{page.stem}.png")
         assert console == [], page.name
-        assert f"Published release {release.version}" in dom or page.name == "agreement.html"
+        assert (f"Published release {release.version}" in dom
+                or page.name in ("agreement.html", "roar.html"))
     names = {r.explainer_name for r in release.rows}
     doms = "".join(p.read_text() for p in pages)
     assert all(name in doms for name in names)
