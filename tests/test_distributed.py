@@ -12,8 +12,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from faithbench.benchmark.cli import main
 from faithbench.benchmark.core.records import read_jsonl
+
+# one torch thread here, as in the pool's workers: a matmul split over two threads rounds
+# differently, and the explanations are compared bit for bit
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 FAST = ["--batch-size", "8", "--no-progress"]
 SYNTHETIC = ["--explainers", "attention", "gradient", "occlusion", "random", "--metrics",
