@@ -37,7 +37,6 @@ from faithbench.benchmark.core.records import (
     FailureRecord,
     ResultRecord,
     append_jsonl,
-    write_jsonl_atomic,
 )
 from faithbench.benchmark.core.retrain import TrainJob, keep, train_job
 from faithbench.benchmark.plan import Evaluation, Execution, RunConfig, Unit
@@ -166,7 +165,13 @@ def run_units(config: RunConfig, explainers: list, refs: dict[str, str], done: d
     """Every unit of the run not in ``done``, computed as jobs on ``config``'s executor
     and written here; results, failures and counts go into ``summary`` (``refs``: each
     explainer's id -> the reference the run was given, which a worker loads it by)."""
-    from faithbench.benchmark.runner import group_claim, session_units
+    from faithbench.benchmark.runner import (
+        _take_done,
+        finished,
+        group_claim,
+        session_units,
+        write_unit,
+    )
 
     if config.fresh:
         raise InputError("--fresh runs in-process only; drop --executor (or --fresh)")
@@ -195,16 +200,9 @@ def run_units(config: RunConfig, explainers: list, refs: dict[str, str], done: d
         for job, (key, label) in zip(jobs, labels):
             if any(u.key not in done for u in job.units):
                 claims.enter_context(claim(out, key, label))
-        done.update({r.key: r for r in _finished(out)})
-        pending = []
-        for job in jobs:
-            todo = tuple(u for u in job.units if u.key not in done)
-            summary.results += [done[u.key] for u in job.units if u.key in done]
-            summary.skipped += len(job.units) - len(todo)
-            for u in job.units:
-                if u.key in done:
-                    progress.finish(u.key)
-            pending.append(replace(job, units=todo))
+        done.update(finished(out))
+        pending = [replace(job, units=tuple(_take_done(job.units, done, summary, progress)))
+                   for job in jobs]
         explain_chunks(executor, pending, sessions, summary, progress)
         index = [i for i, job in enumerate(pending) if job.units]
         if index:
@@ -220,12 +218,7 @@ def run_units(config: RunConfig, explainers: list, refs: dict[str, str], done: d
                 summary.failures.append(failure)
             written = set()
             for record, rows in result.results:
-                write_jsonl_atomic(out / record.per_example_file, rows)
-                append_jsonl(out / "results.jsonl", record.as_dict())
-                done[record.key] = record
-                summary.results.append(record)
-                summary.computed += 1
-                progress.finish(record.key)
+                write_unit(out, record, rows, done, summary, progress)
                 written.add(record.key)
             for unit in pending[index[j]].units:
                 if unit.key not in written:
@@ -286,9 +279,3 @@ def explain_chunks(executor, pending: list[UnitsJob],
         pending[i] = replace(pending[i], explained=explained)
 
     executor.map(chunk_job, chunks, on_done=arrived)
-
-
-def _finished(out: Path) -> list[ResultRecord]:
-    from faithbench.benchmark.runner import finished
-
-    return list(finished(out).values())

@@ -248,8 +248,8 @@ def record_failure(out: Path, exc: PluginError, task: str, explainer: str,
 
 
 def _load_explainers(config: RunConfig):
-    """The explainers that load, each with ``ref`` set to the reference it was given by
-    (what a job on another process loads it by), and the failures of the others."""
+    """The explainers that load, {spec id: the reference the run was given} (what a job
+    on another process loads one by), and the failures of the others."""
     loaded, failures, refs_of = [], [], {}
     for ref in config.explainers or submissions.REFERENCE:
         try:
@@ -363,13 +363,20 @@ def _run_group(session: EvaluationSession, explainer, group, metrics, done, summ
                                                    explainer.spec.id, session.seed))
             progress.finish(unit.key, failed=True)
             continue
-        record = session.record(unit, explainer, metric, scored, explained)
-        write_jsonl_atomic(out / record.per_example_file, per_example_rows(scored))
-        append_jsonl(out / "results.jsonl", record.as_dict())
-        done[unit.key] = record
-        summary.results.append(record)
-        summary.computed += 1
-        progress.finish(unit.key)
+        write_unit(out, session.record(unit, explainer, metric, scored, explained),
+                   per_example_rows(scored), done, summary, progress)
+
+
+def write_unit(out: Path, record: ResultRecord, rows: list[dict], done, summary,
+               progress: Overall) -> None:
+    """Write one computed unit: its per-example file first, then its result line (a
+    unit is done iff that line exists), and count it."""
+    write_jsonl_atomic(out / record.per_example_file, rows)
+    append_jsonl(out / "results.jsonl", record.as_dict())
+    done[record.key] = record
+    summary.results.append(record)
+    summary.computed += 1
+    progress.finish(record.key)
 
 
 def write_entries(config: RunConfig, summary: RunSummary) -> list[Entry]:
