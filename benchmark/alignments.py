@@ -55,7 +55,7 @@ def align_to_file(task: str, explainer: str | None, out_file: str, config: RunCo
         if combine:
             raise InputError("--symmetrize combines two explainer directions; a reference "
                              "aligner has its own (eflomal: grow-diag-final)")
-        options = config.evaluation.task_options(config.seeds[0])
+        options = config.evaluation.task_options(config.seeds[0], config.device)
         found = chosen_task.reference_alignments(aligner, options,
                                                  chosen_task.spec.split(config.split), config.limit)
         write_jsonl_atomic(Path(out_file), [{"id": k, "links": v} for k, v in found.items()])
@@ -106,7 +106,7 @@ def score_alignments(task: str, alignments: str, config: RunConfig, *,
 
     chosen_task = alignment_task(task)  # the gold only: no model is prepared
     split = chosen_task.spec.split(config.split)
-    options = config.evaluation.task_options(config.seeds[0])
+    options = config.evaluation.task_options(config.seeds[0], config.device)
     gold_pairs, _, training, held = chosen_task.read(options)
     if split not in gold_pairs:
         raise InputError(f"task {task!r} has no split {split!r} (has: {', '.join(gold_pairs)})")

@@ -151,7 +151,7 @@ def train_models(config: RunConfig, executor) -> None:
     jobs = []
     for task_name, seed in plan.models(config):
         task = task_registry.get_task(task_name)
-        options = config.evaluation.task_options(seed)
+        options = config.evaluation.task_options(seed, config.device)
         if options.model_path is None and hasattr(task, "model_file") \
                 and not task.model_file(options).exists():
             jobs.append(TrainJob(task, options))

@@ -53,11 +53,12 @@ class ExplanationCache:
     explainer_seed: int | None  # None: the model seed (``plan.Seeds``)
     split: str
     limit: int | dict | None  # ``RunConfig.selection``
+    precision: str = "fp32"
 
     def path(self, explainer: Explainer) -> Path:
         key = unit_key(self.prepared.checkpoint, explainer.spec.id, "explanations", self.split,
                        self.limit, seed=self.model_seed, data=self.prepared.data_fingerprint,
-                       explainer_seed=self.explainer_seed)
+                       explainer_seed=self.explainer_seed, precision=self.precision)
         return (Path(self.out) / "explanations"
                 / f"{self.prepared.spec.name}-{explainer.spec.name}-{key}.jsonl")
 

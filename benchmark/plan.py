@@ -75,23 +75,30 @@ class Evaluation:
     sample: int | None = None
     sample_seed: int = 0
     explainer_seed: int | None = None
+    precision: str = "fp32"  # bf16: the transformer family's passes under autocast
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if d["precision"] == "fp32":  # records written before it existed stay the same
+            del d["precision"]
+        return d
 
-    def task_options(self, seed: int) -> TaskOptions:
-        """What the task's model is prepared from, for model seed ``seed``."""
+    def task_options(self, seed: int, device: str = "cpu") -> TaskOptions:
+        """What the task's model is prepared from, for model seed ``seed``, on
+        ``device`` (``Execution.device``)."""
         return TaskOptions(data_dir=self.data_dir, seed=seed, train_limit=self.train_limit,
                            variant=self.variant, epochs=self.epochs,
                            gold_out_of_range=self.gold_out_of_range,
                            masked_training=self.masked_training, model=self.model,
-                           model_path=self.model_path, model_layers=self.model_layers)
+                           model_path=self.model_path, model_layers=self.model_layers,
+                           device=device, precision=self.precision)
 
 
 @dataclass(frozen=True)
 class Execution:
-    """How a run goes, which never changes a result's value (batching changes float32
-    rounding only; a plugin's budget and confinement decide whether it fails)."""
+    """How a run goes, which never changes a result's value (batching and the device
+    change float32 rounding only; a plugin's budget and confinement decide whether it
+    fails). ``device`` is resolved (``cpu``, ``cuda:0``), never ``auto``."""
 
     batch_size: int = 32
     chunk_size: int = 512
@@ -103,10 +110,12 @@ class Execution:
     workers: int | None = None
     address: str | None = None
     progress: bool = True
+    device: str = "cpu"
 
     def job_executor(self) -> Executor:
         """Where retraining jobs run (``--executor``, ``--workers``, ``--address``)."""
-        return make_executor(self.executor, workers=self.workers, address=self.address)
+        return make_executor(self.executor, workers=self.workers, address=self.address,
+                             device=self.device)
 
 
 @dataclass(frozen=True)
@@ -143,6 +152,8 @@ class RunConfig:
     write_leaderboard: bool = True
     notes: str = ""
     explainer_seed: int | None = None  # the explainers' generator; None: each model seed
+    device: str = "cpu"  # where models train and run: a resolved torch device (--device)
+    precision: str = "fp32"  # bf16: the transformer family under autocast (--precision)
 
     def __post_init__(self):
         for name in ("limit", "sample"):
@@ -244,20 +255,23 @@ def units(config: RunConfig, task: str, seed: int, checkpoint: str, split: str,
     fingerprint."""
     return [Unit(task, seed, e, m, split, config.selection,
                  unit_key(checkpoint, e, m, split, config.selection, seed=seed, data=data,
-                          explainer_seed=config.explainer_seed))
+                          explainer_seed=config.explainer_seed, precision=config.precision))
             for e in explainers for m in metrics]
 
 
 def unit_key(checkpoint: str, explainer_id: str, metric_id: str, split: str,
              limit: int | dict | None, *, seed: int, data: str,
-             explainer_seed: int | None = None) -> str:
+             explainer_seed: int | None = None, precision: str = "fp32") -> str:
     """Content key of one unit (see the module docstring). The weights hash alone does
     not name the examples (same weights, another test file) nor the explainer's seed
     (a checkpoint from disk is the same for every seed), so both are hashed beside it.
     An explainer seed other than the model seed (``Seeds``) is hashed too; the default
-    adds nothing, so keys written before it existed stay."""
+    adds nothing, so keys written before it existed stay; so does bf16 (the same weights
+    at another precision: other values), which fp32 leaves out."""
     fields = {"checkpoint": checkpoint, "seed": seed, "data": data, "explainer": explainer_id,
               "metric": metric_id, "split": split, "limit": limit}
     if explainer_seed is not None and explainer_seed != seed:
         fields["explainer_seed"] = explainer_seed
+    if precision != "fp32":
+        fields["precision"] = precision
     return content_hash(fields)

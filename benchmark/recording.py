@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from faithbench.benchmark.core.device import Placement
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.provenance import environment
 from faithbench.benchmark.core.records import Provenance, ResultRecord, Timing
@@ -57,7 +58,8 @@ def provenance(session: EvaluationSession, *, seeds: dict[str, int], **config: A
     notes or workers: a unit's provenance is the same whichever run computed it), the
     model's config, and ``config``'s other parts (the explainer and metric specs)."""
     p = session.prepared
-    return Provenance(**environment(), data_fingerprint=p.data_fingerprint,
+    where = Placement(session.config.device, session.config.precision).describe()
+    return Provenance(**environment(), device=where, data_fingerprint=p.data_fingerprint,
                       checkpoint=p.checkpoint, cache_key=p.cache_key, model_accuracy=p.accuracy,
                       config={"run": session.config.evaluation.as_dict(), "task": p.config,
                               **config},

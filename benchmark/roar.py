@@ -144,7 +144,7 @@ class _TaskSweep:
         self.done = {r.key: r for r in read_roar_rows(out)}
         self.originals: dict[int, Original] = {}
         self.retrainer = Retrainer(task_registry.get_task(task),
-                                   config.evaluation.task_options(0), executor)
+                                   config.evaluation.task_options(0, config.device), executor)
 
     def options(self, seed: int, transform=None) -> TaskOptions:
         return self.retrainer.options(transform, seed)

@@ -56,7 +56,7 @@ def open_session(task_name: str, config: RunConfig, seed: int | None = None
     (``session.on(examples)`` moves it to a user's examples)."""
     seed = config.seeds[0] if seed is None else seed
     task = task_registry.get_task(task_name)
-    options = config.evaluation.task_options(seed)
+    options = config.evaluation.task_options(seed, config.device)
     prepared = task.prepare(options, progress=shown(config.progress))
     return EvaluationSession(prepared, config, seed=seed, task=task, options=options)
 
@@ -200,7 +200,8 @@ class EvaluationSession:
     def _cache(self) -> ExplanationCache:
         assert self.split is not None  # only a split's explanations are cached
         return ExplanationCache(Path(self.config.out), self.prepared, self.seed,
-                                self.seeds.explainer, self.split, self.limit)
+                                self.seeds.explainer, self.split, self.limit,
+                                self.config.precision)
 
     def _explain(self, explainer: Explainer, *, resumable: bool = True) -> Explained:
         """Batch by batch. On a split, each finished batch is appended to a partial file

@@ -37,7 +37,7 @@ def forward_states(model: torch.nn.Module, batches: Iterable) -> tuple[np.ndarra
     the same masked inputs)."""
     probs, captured = [], []
     layer = output_layer(model)
-    hook = layer.register_forward_pre_hook(lambda _, args: captured.append(args[0].detach()))
+    hook = layer.register_forward_pre_hook(lambda _, args: captured.append(args[0].detach().cpu()))
     try:
         model.eval()
         for batch in batches:

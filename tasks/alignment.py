@@ -36,6 +36,7 @@ import sacrebleu
 import torch
 
 from faithbench.benchmark.core.api import ALIGNMENT, Batch, Example, TaskOptions, TaskSpec
+from faithbench.benchmark.core.device import Placement, place
 from faithbench.benchmark.core.errors import DataFileError, InputError
 from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.models.lifecycle import PreparedModel, load_or_train
@@ -187,6 +188,9 @@ class AlignmentTask:
 
     def prepare(self, options: TaskOptions | None = None, *, progress: bool = True):
         options = options or TaskOptions()
+        if options.precision != "fp32":
+            raise InputError(f"--precision {options.precision} applies to the transformer "
+                             f"family; {self.spec.name}'s encoder-decoder runs at fp32")
         if options.masked_training or options.transform is not None:
             raise InputError(f"{self.spec.name}: masked training and ROAR apply to the "
                              "classification tasks only")
@@ -196,7 +200,7 @@ class AlignmentTask:
                              "encoder-decoder")
         plan = self._plan(options)
         seed_everything(options.seed)  # before the build: the seed decides the initial weights
-        model = AttentionSeq2Seq(plan.mconf)
+        model = place(AttentionSeq2Seq(plan.mconf), Placement.of(options))
         path, tconf, held, training = plan.path, plan.tconf, plan.held, plan.training
         ready = ReadyAlignment(spec=self.spec_for(options), gold=plan.gold,
                                dropped_links=plan.dropped, src_vocab=plan.src_vocab,
@@ -248,6 +252,9 @@ class AlignmentTask:
                   "train": tconf.as_dict(), "seed": options.seed, "min_freq": self.min_freq,
                   "held_out": self.held_out, "max_pairs": self.max_pairs,
                   "tgt_words": self.tgt_words, "reverse": self.reverse}
+        trained_on = Placement.of(options).key
+        if trained_on:  # absent on the CPU: those models keep their keys
+            config["trained_on"] = trained_on
         key = content_hash({"data": fingerprint, **config})
         return _Plan(gold, dropped, training, held, src_vocab, tgt_vocab, mconf, tconf,
                      fingerprint, config, key, checkpoint_path(self.spec.name, key))

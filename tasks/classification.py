@@ -26,6 +26,7 @@ import torch
 
 from faithbench.benchmark.core.api import PAIR_CLASSIFICATION, Batch, Example, TaskOptions, TaskSpec
 from faithbench.benchmark.core.cache import cache_dir, sealed, verified_weights, weights_hash
+from faithbench.benchmark.core.device import Placement, place
 from faithbench.benchmark.core.errors import DataFileError, InputError
 from faithbench.benchmark.core.files import atomic_write, content_hash
 from faithbench.benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
@@ -159,13 +160,20 @@ class ClassificationTask:
         splits = self.read(options)
         if options.train_limit and self.train_split in splits:  # none read for --model-path
             splits[self.train_split] = splits[self.train_split][: options.train_limit]
+        placement = Placement.of(options)
         if transformer.family(options) != "bilstm":  # subword pieces, a pretrained encoder
             fam = transformer.setup(self, options, splits)
             fingerprint = data_fingerprint(fam.splits)
             read = fingerprint if fam.pretrained else self._trained_on(fam.splits)
+            if placement.key:  # absent on the CPU at fp32: those models keep their keys
+                fam.config["trained_on"] = placement.key
             key = content_hash({"data": read, **fam.config})
             return Setup(fam.spec, fam.splits, fingerprint, fam.vocab, fam.build, fam.tconf,
                          fam.config, key, checkpoint_path(self.spec.name, key), fam.pretrained)
+        if options.precision != "fp32":
+            raise InputError(f"--precision {options.precision} applies to the transformer "
+                             f"family (--model transformer or --model-path); {self.spec.name}'s "
+                             "BiLSTM runs at fp32")
         if options.transform is not None:  # e.g. ROAR: every split masked before training
             splits = {name: options.transform.apply(name, rows) for name, rows in splits.items()}
         fingerprint = data_fingerprint(splits)
@@ -181,6 +189,8 @@ class ClassificationTask:
                   "train": tconf.as_dict(), "seed": options.seed, "min_freq": self.min_freq}
         if options.transform is not None:  # absent otherwise: clean models keep their keys
             config["transform"] = options.transform.key
+        if placement.key:
+            config["trained_on"] = placement.key
         key = content_hash({"data": self._trained_on(splits), **config})
         return Setup(self.spec, splits, fingerprint, vocab, lambda: self.model_class(mconf), tconf,
                      config, key, checkpoint_path(self.spec.name, key))
@@ -195,7 +205,7 @@ class ClassificationTask:
         st = self._setup(options)
         splits, path = st.splits, st.path
         seed_everything(options.seed)  # before the build: the seed decides the initial weights
-        model = st.build()
+        model = place(st.build(), Placement.of(options))
         ready = ReadyTask(spec=st.spec, splits=splits, vocab=st.vocab, model=model,
                           cache_key=st.key, data_fingerprint=st.fingerprint, config=st.config,
                           checkpoint_file=None if st.pretrained else path)

@@ -248,6 +248,8 @@ def setup(task, options: TaskOptions, splits: dict[str, list[Example]]) -> Famil
     max_pieces = min(tokenizer.model_max_length, 512) - specials
     splits = {s: split_to_pieces(tokenizer, rows, max_pieces) for s, rows in splits.items()}
     spec = family_spec(task.spec, name)
+    if options.precision != "fp32":  # every value changes: a suite of its own
+        spec = replace(spec, params=(*spec.params, ("precision", options.precision)))
     weights = file_sha256(weights_file(path))
     if name == "hf":
         config = {"task": spec.id, "variant": options.variant,

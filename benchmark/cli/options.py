@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from faithbench.benchmark.core.device import PRECISIONS, resolve
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.executor import EXECUTORS
 from faithbench.benchmark.core.isolation import ISOLATION
@@ -48,6 +49,13 @@ def model(p: argparse.ArgumentParser, *, seeds: bool = False) -> None:
                    "data instead of training one; its labels must be the task's")
     g.add_argument("--layers", type=int, help="transformer family: keep only the first N "
                    "encoder layers (small configurations for tests)")
+    g.add_argument("--device", default="auto", help="where models train and run: auto "
+                   "(default: the first CUDA GPU where there is one, else the CPU), cpu, "
+                   "cuda, cuda:N or mps; a model trained on a GPU is another checkpoint, "
+                   "and records name the device")
+    g.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                   help="transformer family: bf16 runs the model's passes under autocast "
+                   "(a suite of its own: it changes every value); default fp32")
 
 
 def examples(p: argparse.ArgumentParser, *, sample: bool = True) -> None:
@@ -199,6 +207,8 @@ def config(args) -> RunConfig:
         progress=not g("no_progress", False),
         notes=g("notes", "") or "",
         explainer_seed=g("explainer_seed"),
+        device=str(resolve(g("device"))) if hasattr(args, "device") else "cpu",
+        precision=g("precision") or "fp32",
     )
 
 

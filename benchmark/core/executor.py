@@ -126,8 +126,9 @@ class RayExecutor:
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, workers: int | None = None):
-        self.address, self.workers = address, workers
+    def __init__(self, address: str | None = None, workers: int | None = None,
+                 gpus: float = 0):
+        self.address, self.workers, self.gpus = address, workers, gpus
 
     def map(self, fn: Callable[[Any], Any], jobs: Iterable[Any], on_done: Callback = None
             ) -> list[Any]:
@@ -141,7 +142,9 @@ class RayExecutor:
             ray.init(address=self.address, num_cpus=None if self.address else self.workers,
                      include_dashboard=False, log_to_driver=False, configure_logging=False)
         try:
-            remote = ray.remote(num_cpus=1, max_retries=0)(_ray_job)
+            # a job on a GPU asks Ray for one, which sets the task's CUDA_VISIBLE_DEVICES
+            # to it (so it is the job's cuda:0)
+            remote = ray.remote(num_cpus=1, num_gpus=self.gpus, max_retries=0)(_ray_job)
             fn_ref = ray.put(fn)
             refs = [remote.remote(fn_ref, job) for job in jobs]
             index_of = {ref: i for i, ref in enumerate(refs)}
@@ -160,12 +163,23 @@ class RayExecutor:
 
 
 def make_executor(name: str = "in-process", *, workers: int | None = None,
-                  address: str | None = None):
-    """The executor ``name`` (one of ``EXECUTORS``)."""
+                  address: str | None = None, device: str = "cpu"):
+    """The executor ``name`` (one of ``EXECUTORS``) for jobs whose models run on
+    ``device``: the pool forks, and a forked process cannot use CUDA once its parent
+    has, so it takes CPU jobs only; Ray gives each GPU job a GPU of its own."""
+    kind = torch.device(device).type
     if name == "in-process":
         return InProcessExecutor()
     if name == "pool":
+        if kind != "cpu":
+            raise InputError(f"--executor pool forks its workers, and a forked process "
+                             f"cannot use {kind.upper()} once its parent has: with --device "
+                             f"{device} run in-process (one GPU) or on Ray (--executor ray, a "
+                             "GPU per job); or give --device cpu to use the pool")
         return ProcessPoolExecutor(workers)
     if name == "ray":
-        return RayExecutor(address, workers)
+        if kind == "mps" or torch.device(device).index not in (None, 0):
+            raise InputError(f"--executor ray with --device {device}: Ray assigns each job "
+                             "its GPU; give --device cuda (or cpu)")
+        return RayExecutor(address, workers, gpus=1 if kind == "cuda" else 0)
     raise InputError(f"unknown executor {name!r}; choose one of {', '.join(EXECUTORS)}")

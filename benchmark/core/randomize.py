@@ -33,6 +33,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from faithbench.benchmark.core.device import place, unplaced
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.files import content_hash
 
@@ -100,9 +101,11 @@ def reinitialize(model: nn.Module, modules: Sequence[nn.Module], seed: int) -> N
 
 def randomized(model: Any, names: Sequence[str], seed: int) -> nn.Module:
     """A deep copy of ``model`` whose groups ``names`` are re-initialized (each from
-    ``group_seed(seed, name)``), in eval mode; ``model`` itself is left untouched."""
+    ``group_seed(seed, name)``), in eval mode; ``model`` itself is left untouched. The
+    draws are made on the CPU and the copy placed where ``model`` is, so a GPU run
+    randomizes to the same weights as a CPU run."""
     chosen = [n for n, _ in pick(model, names)]
-    twin = copy.deepcopy(model)
+    twin = copy.deepcopy(unplaced(model)).to("cpu")
     for name, modules in pick(twin, chosen):
         reinitialize(twin, modules, group_seed(seed, name))
-    return twin.eval()
+    return place(twin, getattr(model, "placement", None)).eval()

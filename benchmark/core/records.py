@@ -65,6 +65,7 @@ class Provenance:
     platform: str | None = None
     torch: str | None = None
     torch_threads: int | None = None
+    device: str | None = None  # where the model ran: cpu, cuda:0 (NVIDIA H100 ...)
     cache_key: str | None = None
     # split -> accuracy (records of the first releases: one float)
     model_accuracy: dict[str, float] | float | None = None
@@ -75,7 +76,7 @@ class Provenance:
     alignments_sha256: str | None = None
 
     OPTIONAL: ClassVar[tuple[str, ...]] = (
-        "python", "platform", "torch", "torch_threads", "cache_key", "model_accuracy",
+        "python", "platform", "torch", "torch_threads", "device", "cache_key", "model_accuracy",
         "config", "seeds", "alignments", "alignments_sha256")
 
     def as_dict(self) -> dict:
