@@ -208,7 +208,9 @@ class EvaluationSession:
         beside the explanation cache, so a run that fails or is stopped at batch k starts
         again at batch k; the file is removed once every batch is done (none is written
         with ``resumable=False``: an uncached explanation leaves nothing under ``--out``)."""
-        targets, size, batches = self.targets, self.config.batch_size, self.batches(self.examples)
+        order = self.explain_order()
+        targets, size = self.targets[order], self.config.batch_size
+        batches = self.batches([self.examples[i] for i in order])
         partial = None
         if resumable and not self.from_file:
             partial = self._cache().partial(explainer)
@@ -236,7 +238,8 @@ class EvaluationSession:
             self._spot_check(explainer, batches, targets, scores)
         if partial:
             partial.unlink(missing_ok=True)
-        return Explained(scores, targets.tolist(), seconds, Cost.total(costs))
+        return Explained(in_place(scores, order), self.targets.tolist(), seconds,
+                         Cost.total(costs))
 
     def caller(self, explainer: Explainer, model=None):
         """``plugin_caller`` for this session's model (or ``model``: a sanity check's
@@ -253,22 +256,33 @@ class EvaluationSession:
         retrained on permuted labels). Always for this session's targets (this model's
         predictions) and explainer seed, through ``caller`` (a plugin in its worker, a
         failure a PluginError); neither cached nor spot-checked."""
+        order = self.explain_order()
+        examples = [self.examples[i] for i in order]
         if prepared is not None:
             model = prepared.model
-            batches = list(prepared.batches(self.examples, self.config.batch_size))
+            batches = list(prepared.batches(examples, self.config.batch_size))
         else:
-            batches = self.batches(self.examples)
+            batches = self.batches(examples)
         if model is None:
             raise ValueError("explain_on needs a model or a prepared task")
         model_eval(model)
-        targets, scores, start = self.targets, [], 0
+        targets, scores, start = self.targets[order], [], 0
         with self.caller(explainer, model) as caller:
             for batch, *_ in batches:
                 s = caller.explain(batch, targets[start:start + len(batch)],
                                    seed=self.seeds.explainer_seed)
                 scores += [s[r, : int(n)].tolist() for r, n in enumerate(batch.lengths)]
                 start += len(batch)
-        return scores
+        return in_place(scores, order)
+
+    def explain_order(self) -> list[int]:
+        """The order in which the examples are explained: as they are on the CPU; by
+        length on an accelerator (``bucketed``), so an explain batch holds rows of
+        about one length. Scores come back in the examples' order either way."""
+        n = len(self.examples)
+        if not bucketed(self.config):
+            return list(range(n))
+        return sorted(range(n), key=lambda i: len(self.examples[i].tokens))
 
     def _spot_check(self, explainer: Explainer, batches, targets, scores) -> None:
         """A seeded sample of this run's batches explained again by a fresh worker, in
@@ -324,6 +338,27 @@ class EvaluationSession:
         if key not in self._collated:
             self._collated[key] = list(self.prepared.batches(examples, self.config.batch_size))
         return self._collated[key]
+
+
+def bucketed(config: RunConfig) -> bool:
+    """Whether explain batches are bucketed by length: on an accelerator, where a padded
+    position costs what a real one does (the transformer attends over it) and rows are
+    cheap. Not on the CPU: another batching rounds float32 differently, and a CPU run
+    stays the same bit for bit (the perturbation engine's passes are length-sorted on
+    every device, ``faithbench.benchmark.core.perturb``)."""
+    return torch.device(config.device).type != "cpu"
+
+
+def in_place(rows: list, order: list[int]) -> list:
+    """``rows`` computed in ``order`` (row j is example ``order[j]``), in example order.
+
+    >>> in_place(["b", "c", "a"], [1, 2, 0])
+    ['a', 'b', 'c']
+    """
+    out: list = [None] * len(rows)
+    for row, i in zip(rows, order):
+        out[i] = row
+    return out
 
 
 def confinement(config: RunConfig) -> Confinement:
