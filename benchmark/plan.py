@@ -161,6 +161,10 @@ class RunConfig:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or value < 1):
                 raise InputError(f"--{name}: expected a whole number >= 1, got {value!r}")
+        if self.sandbox and self.device.split(":")[0] != "cpu":
+            raise InputError(f"--sandbox with --device {self.device}: the sandbox's private "
+                             "/dev holds no GPU, so a sandboxed plugin could not reach the "
+                             "model; give --device cpu, or leave out --sandbox")
         if self.limit is not None and self.sample is not None:
             raise InputError("--limit N (the first N examples) and --sample N (N at random) "
                              "exclude each other; give one")

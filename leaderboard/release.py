@@ -71,7 +71,8 @@ def describe(e: Entry) -> dict:
         per_task[task] = {
             "checkpoints": sorted({r.provenance.checkpoint for r in recs}),
             "data_fingerprint": p.data_fingerprint, "torch": p.torch,
-            "torch_threads": p.torch_threads, "python": p.python, "platform": p.platform,
+            "torch_threads": p.torch_threads, "device": p.device or "cpu",
+            "python": p.python, "platform": p.platform,
             "seeds": p.seeds, "run": p.run_options(),
             "model_accuracy": sorted({json.dumps(r.provenance.model_accuracy, sort_keys=True)
                                       for r in recs})}
@@ -99,6 +100,12 @@ def rerun_command(task: str, entries: list[dict]) -> str:
             parts.append(f"{flag} {shlex.quote(str(run[key]))}")
     if run.get("masked_training"):
         parts.append("--masked-training")
+    if run.get("precision", "fp32") != "fp32":
+        parts.append(f"--precision {run['precision']}")
+    # the device type it trained on (the default, auto, would take a GPU where there is
+    # one, and a model trained there is another checkpoint)
+    device = next((e["tasks"][task].get("device") for e in entries), None) or "cpu"
+    parts.append(f"--device {device.split(':')[0].split(' ')[0]}")
     if run.get("sample") is not None:
         parts.append(f"--sample-seed {run.get('sample_seed', 0)}")
     parts.append("--seeds " + " ".join(map(str, seeds)))

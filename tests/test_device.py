@@ -192,3 +192,10 @@ def test_bucketed_explain_batches_give_the_same_results_in_the_same_order(tmp_pa
         assert [r["target"] for r in mine] == [r["target"] for r in theirs]
         for x, y in zip(mine, theirs):
             assert max(abs(p - q) for p, q in zip(x["scores"], y["scores"])) < 1e-5
+
+
+def test_the_sandbox_keeps_to_the_cpu():
+    from faithbench.benchmark.plan import RunConfig
+    with pytest.raises(InputError, match="--sandbox with --device cuda:0"):
+        RunConfig(sandbox=True, device="cuda:0")
+    assert RunConfig(sandbox=True).device == "cpu"
