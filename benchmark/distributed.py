@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -204,7 +205,8 @@ def run_units(config: RunConfig, explainers: list, refs: dict[str, str], done: d
         pending = [replace(job, units=tuple(_take_done(job.units, done, summary, progress)))
                    for job in jobs]
         explain_chunks(executor, pending, sessions, summary, progress)
-        index = [i for i, job in enumerate(pending) if job.units]
+        index = sorted((i for i, job in enumerate(pending) if job.units),
+                       key=lambda i: -_expected(pending[i], sessions[i]))
         if index:
             log.info("run: %d job(s) of units on %s", len(index), executor.name)
 
@@ -246,10 +248,15 @@ def explain_chunks(executor, pending: list[UnitsJob],
         bounds = [0, *ends[CHUNK_BATCHES - 1::CHUNK_BATCHES]]
         if bounds[-1] != len(session.examples):
             bounds.append(len(session.examples))
+        if len(bounds) <= 2:  # one chunk: its units job explains it, with no wait between
+            continue
         chunks += [ChunkJob(job, a, b) for a, b in itertools.pairwise(bounds)]
         owner += [i] * (len(bounds) - 1)
     if not chunks:
         return
+    order = sorted(range(len(chunks)), key=lambda j: -_expected(pending[owner[j]], sessions[owner[j]],
+                                                              chunks[j].stop - chunks[j].start))
+    chunks, owner = [chunks[j] for j in order], [owner[j] for j in order]
     log.info("run: %d chunk(s) of examples to explain on %s", len(chunks), executor.name)
     parts: dict[int, dict[int, Explained | FailureRecord]] = {}
     wanted = {i: owner.count(i) for i in set(owner)}
@@ -279,3 +286,40 @@ def explain_chunks(executor, pending: list[UnitsJob],
         pending[i] = replace(pending[i], explained=explained)
 
     executor.map(chunk_job, chunks, on_done=arrived)
+
+
+def _expected(job: UnitsJob, where: tuple[EvaluationSession, Explainer],
+              examples: int | None = None) -> float:
+    """A job's nominal cost in forward passes, to hand out the longest jobs first (so no
+    long one starts last while the other workers idle): a chunk job's explaining of its
+    ``examples``; a units job's scoring (one pass per example and metric, nominally) and
+    its explaining, unless it was handed its explanations or they are cached."""
+    session, explainer = where
+    n = len(session.examples) if examples is None else examples
+    mean_tokens = sum(len(e.tokens) for e in session.examples) / max(len(session.examples), 1)
+    explaining = nominal_passes(explainer.spec.cost, mean_tokens) * n
+    if examples is not None:
+        return explaining
+    if job.explained is not None or session.cached(explainer) is not None:
+        explaining = 0.0
+    return explaining + len(job.units) * n
+
+
+def nominal_passes(cost: str, tokens: float) -> float:
+    """Forward-equivalents per example named by an explainer's ``cost`` text (a backward
+    pass counts 2; T, S and W stand for the example's tokens); 1 when it names none.
+
+    >>> nominal_passes("50 fwd + 50 bwd (n_steps)", 20), nominal_passes("T + 1 fwd (T = tokens)", 20)
+    (150.0, 21.0)
+    >>> nominal_passes("<= 25 x W + 1 fwd (orderings)", 20), nominal_passes("", 20)
+    (501.0, 1.0)
+    """
+    total = 0.0
+    for term in cost.split("(")[0].split("+"):
+        m = re.fullmatch(r"\s*(?:<=\s*)?(\d+(?:\.\d+)?|[TSW])(?:\s*x\s*([TSW]))?\s*(fwd|bwd)?\s*",
+                         term)
+        if m is None:
+            continue
+        count = tokens if m.group(1) in "TSW" else float(m.group(1))
+        total += count * (tokens if m.group(2) else 1) * (2 if m.group(3) == "bwd" else 1)
+    return total or 1.0
