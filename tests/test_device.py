@@ -106,6 +106,9 @@ def test_behind_the_boundary_training_and_every_result_are_the_same(tmp_path, mo
     for a, b in zip(plain, placed):
         assert a["key"] == b["key"] and a["estimate"] == b["estimate"], a["key"]
         assert a["provenance"]["checkpoint"] == b["provenance"]["checkpoint"]
+        for count in ("rows_forwarded", "rows_requested", "explain_forward_rows",
+                      "explain_backward_rows"):  # the engine is shared through the proxy
+            assert a["timing"].get(count) == b["timing"].get(count), (a["key"], count)
         assert read_jsonl(tmp_path / "plain" / a["per_example_file"]) == read_jsonl(
             tmp_path / "placed" / b["per_example_file"])
         assert b["provenance"]["device"] == "cpu"
