@@ -14,6 +14,7 @@ evaluators (their defaults), and writes, in OUTDIR:
   explanations-<name>.jsonl  {"id", "tokens", "scores", "target"}, [CLS]/[SEP] dropped
   ferret-<name>.jsonl        {"id", "aopc_compr", "aopc_suff", "taucorr_loo"} (NaN -> null)
   timing.json                wall times, forward counts, versions, settings in effect
+  ferret-loo.jsonl           {"id", "drops"}: p(x) - p(x without piece i) (--evaluate-only)
 Scores are L1-normalised as ferret's Benchmark.explain does by default (over all tokens,
 [CLS]/[SEP] included); the explainer classes themselves do not normalise.
 LIME and SHAP are seeded with np.random.seed(SEED) right before each sentence's call.
@@ -150,6 +151,15 @@ def main():
                 for k, v in r.items():
                     assert (math.isnan(v) and b[k] is None) or abs(v - b[k]) < 1e-6, (name, k)
             print(name, json.dumps(timing[name]), flush=True)
+        # ferret's leave-one-out drops themselves (after the timings, not timed): a τ-b
+        # that differs between the tools is traced to the drops float32 rounds apart
+        loo = evaluators["taucorr_loo"]
+        rows = [json.loads(line) for line in
+                (out / "explanations-gradient.jsonl").read_text().splitlines()]
+        write_jsonl(out / "ferret-loo.jsonl", [
+            {"id": i, "drops": [-float(d) for d in
+                                loo.compute_leave_one_out_occlusion(text, target=r["target"])]}
+            for i, text, r in zip(ids, texts, rows)])
         # ferret ranks by np.argsort, whose order among equal scores depends on numpy's
         # version and the CPU: its answer on tied probes tells faithbench which to use
         timing["argsort_probes"] = [np.argsort(np.array(p, dtype=float)).tolist()

@@ -20,7 +20,11 @@ is faster?
    scores are ordered as ferret's numpy orders them on tied probes (``tie_order``): the
    preset's ``ties=introsort``, or ``ties=numpy`` where ferret's numpy sorts with AVX-512.
 4. Per example the two tools must agree to 1e-4 (the script exits 1 otherwise); the
-   table gives the largest difference and both tools' times.
+   table gives the largest difference and both tools' times. One exception, counted in
+   its own column: a τ-LOO value may differ where two of ferret's leave-one-out drops
+   lie within ``NEAR_TIE`` (2e-7) of each other. Probabilities near 1 are a few float32
+   steps apart there, the two tools' forwards differ by padding and kernels, and one
+   tool's tie is the other's order (``ferret-loo.jsonl`` holds ferret's drops).
 5. The perturbation explainers, per example: ferret's LIME (its default
    min(P², 5000) samples over P pieces, [MASK] substitution) and Partition SHAP
    (shap's default budget of 500 model evaluations), timed in step 2, against
@@ -58,6 +62,7 @@ METRICS = {"aopc_compr": "comprehensiveness[preset=ferret]",
            "aopc_suff": "sufficiency[preset=ferret]",
            "taucorr_loo": "taucorr_loo[preset=ferret]"}
 TOLERANCE = 1e-4
+NEAR_TIE = 2e-7  # two probabilities near 1 this close are a few float32 steps (6e-8) apart
 
 
 def parse_args():
@@ -161,9 +166,24 @@ def faithbench_side(ferret_out: Path, args, out: Path) -> tuple[float, list, dic
     return wall, rows, values
 
 
-def differences(name: str, ferret_rows: list[dict], ours: dict) -> dict[str, float]:
-    """Largest |ferret − faithbench| per metric (NaN in both counts as agreement)."""
-    worst = {}
+def near_tie(drops: list[float]) -> bool:
+    """Whether two leave-one-out drops lie within ``NEAR_TIE``: float32 rounds them into
+    one value in one tool and not the other (the forwards differ by padding and kernel),
+    so τ-b sees a tie in one and an order in the other.
+
+    >>> near_tie([0.00046688, 0.0235, 0.00046700]), near_tie([0.1, 0.2])
+    (True, False)
+    """
+    d = sorted(drops)
+    return any(b - a <= NEAR_TIE for a, b in zip(d, d[1:]))
+
+
+def differences(name: str, ferret_rows: list[dict], ours: dict,
+                loo: dict[str, list[float]]) -> tuple[dict[str, float], int]:
+    """Largest |ferret − faithbench| per metric (NaN in both counts as agreement), and
+    how many τ-LOO values differ only where ferret's drops hold a near-tie (left out of
+    the largest difference, counted)."""
+    worst, ties = {}, 0
     for key, metric in METRICS.items():
         metric_name = short_name(metric)
         gaps = []
@@ -171,10 +191,12 @@ def differences(name: str, ferret_rows: list[dict], ours: dict) -> dict[str, flo
             a, b = row[key], ours[(name, metric_name, row["id"])]
             if a is None or b is None:
                 gaps.append(0.0 if a is None and b is None else float("inf"))
+            elif key == "taucorr_loo" and abs(a - b) > TOLERANCE and near_tie(loo[row["id"]]):
+                ties += 1
             else:
                 gaps.append(abs(a - b))
         worst[metric_name] = max(gaps)
-    return worst
+    return worst, ties
 
 
 def lime_samples(model_dir: Path, data_dir: str, n: int) -> list[int]:
@@ -249,22 +271,26 @@ def main() -> int:
     print(f"ferret's order among equal scores: ties={ties}")
     wall, rows, ours = faithbench_side(ferret_out, args, out / "faithbench")
     table, ok, ferret_s, ferret_rows_n = [], True, 0.0, 0
+    loo = {r["id"]: r["drops"] for r in map(json.loads, (ferret_out / "ferret-loo.jsonl")
+                                                .read_text().splitlines())}
     for name in NAMES:
         ferret_rows = [json.loads(line) for line in
                        (ferret_out / f"ferret-{name}.jsonl").read_text().splitlines()]
-        worst = differences(name, ferret_rows, ours)
+        worst, ties = differences(name, ferret_rows, ours, loo)
         ok &= all(v <= TOLERANCE for v in worst.values())
         t = timing[name]
         mine = [r for r in rows if Path(r["explanations"]).stem.endswith(name)]
         ferret_s += t["evaluate_s"]
         ferret_rows_n += t["eval_rows_forwarded"]
         table.append([name, len(ferret_rows), *(f"{worst[m.split('[')[0]]:.1e}" for m in METRICS.values()),
+                      ties,
                       f"{t['evaluate_s']:.1f}", f"{t['eval_rows_forwarded']:,}",
                       f"{sum(r['seconds'] for r in mine):.1f}",
                       f"{sum(r['rows_forwarded'] for r in mine):,}"])
     metric_s = sum(r["seconds"] for r in rows)
     forwarded = sum(r["rows_forwarded"] for r in rows)
     print(tabulate(table, headers=["explainer", "n", "max|Δ| comp", "max|Δ| suff", "max|Δ| τ",
+                                   "τ near-ties",
                                    "ferret s", "ferret rows", "faithbench s (metrics)",
                                    "faithbench rows"]))
     totals = {"ferret_s": ferret_s, "ferret_rows": ferret_rows_n, "faithbench_process_s": wall,
