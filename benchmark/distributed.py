@@ -1,18 +1,20 @@
 """``run`` on an executor (``--executor pool|ray``): the in-process run's units, as jobs.
 
-Three stages. Models: every (task, seed) model that this machine's cache lacks is
-trained as a job (``core.retrain.train_job``; its file comes back into the driver's
-cache), so the seeds train side by side. Explanations: every (model, explainer) with
-units left and no cached explanations is explained in chunks of ``CHUNK_BATCHES`` of
-the session's batches, one job each (so one slow explainer, such as KernelSHAP on
-the 7,020 Hansards rows, spreads over the workers); a chunk is whole batches with the
-model's own targets, so each example is explained exactly as in one process, and the
-driver puts the chunks together in its explanation cache. Units: one job per
-(model, explainer), handed its explanations; the worker scores the units' metrics and
-sends back the result records and their per-example rows, which the driver writes as
-the in-process run does (per-example file first, then the result line), under the
-same claims. So a killed worker loses only its job, and a killed driver resumes like
-any run (with the explanations it had stored).
+Models first: every (task, seed) model that this machine's cache lacks is trained as
+a job (``core.retrain.train_job``; its file comes back into the driver's cache), so
+the seeds train side by side. Then the units of every (model, explainer) with units
+left (``Stages``): an explainer whose explaining is a large share of the run (``_big``:
+KernelSHAP on the 7,020 Hansards rows) is explained in chunks of ``CHUNK_BATCHES`` of
+the session's batches, one job each, so it spreads over the workers; a chunk is whole
+batches with the model's own targets, so each example is explained exactly as in one
+process, and the driver puts the chunks together in its explanation cache. Every
+other (model, explainer) is one job that explains and scores; a chunked explainer's
+units job, handed its explanations, follows as soon as its last chunk is in. A worker sends back the
+result records and their per-example rows, which the driver writes as the in-process
+run does (per-example file first, then the result line), under the same claims. So a
+killed worker loses only its job, and a killed driver resumes like any run (with the
+explanations it had stored). Jobs go out longest first (``nominal_passes``), and a
+pool's forked workers inherit the driver's sessions (model, base predictions).
 
 Results equal the in-process run's up to float32 rounding: the same keys and the same
 computations, but a worker's perturbation engine shares variants only within its own
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import re
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
@@ -92,19 +95,41 @@ class UnitsDone:
 # a worker's sessions, by (task, seed, evaluation, out): its later jobs on the same model
 # reuse the model, the base predictions and the perturbation engine's memory
 _SESSIONS: dict[tuple, EvaluationSession] = {}
+# sessions the driver opened for its pool's workers, which inherit them when forked
+# (the model loaded, the base predictions computed once, not once per worker and stage)
+_INHERITED: dict[tuple, EvaluationSession] = {}
+
+
+def _session_name(job: UnitsJob) -> tuple:
+    return job.task, job.seed, job.evaluation, job.out
 
 
 def _worker_session(job: UnitsJob) -> tuple[RunConfig, EvaluationSession, Explainer]:
     """The job's configuration, session (kept for the worker's next job on the same
-    model) and explainer."""
+    model, or inherited from the driver) and explainer."""
     from faithbench.benchmark.runner import resolve_explainer
 
     config = RunConfig.of(job.evaluation, job.execution, out=job.out)
-    name = (job.task, job.seed, job.evaluation, job.out)
+    name = _session_name(job)
+    if name in _INHERITED:
+        return config, _INHERITED[name], resolve_explainer(job.explainer, confinement(config))
     if name not in _SESSIONS:
         _SESSIONS.clear()  # one model at a time: jobs come model by model
         _SESSIONS[name] = open_session(job.task, config, job.seed)
     return config, _SESSIONS[name], resolve_explainer(job.explainer, confinement(config))
+
+
+def _bequeath(job: UnitsJob, driver: EvaluationSession) -> None:
+    """Open, in the driver, the session a forked worker would open for ``job``: on the
+    driver's model, with the base predictions and targets computed, so every worker of
+    every stage inherits them."""
+    name = _session_name(job)
+    if name not in _INHERITED:
+        config = RunConfig.of(job.evaluation, job.execution, out=job.out)
+        session = EvaluationSession(driver.prepared, config, seed=job.seed, task=driver.task,
+                                    options=driver.options)
+        session.targets  # noqa: B018 -- computed here, once
+        _INHERITED[name] = session
 
 
 def chunk_job(job: ChunkJob) -> Explained | FailureRecord:
@@ -171,7 +196,6 @@ def run_units(config: RunConfig, explainers: list, refs: dict[str, str], done: d
         finished,
         group_claim,
         session_units,
-        write_unit,
     )
 
     if config.fresh:
@@ -194,7 +218,10 @@ def run_units(config: RunConfig, explainers: list, refs: dict[str, str], done: d
                                  tuple(u for u in units if u.explainer == explainer_id)))
             sessions.append((session, explainer))
             labels.append(group_claim(session, explainer_id))
+            if executor.name == "pool" and any(u.key not in done for u in jobs[-1].units):
+                _bequeath(jobs[-1], session)
     with ExitStack() as claims:
+        claims.callback(_INHERITED.clear)  # the driver's copies go with the run
         # another run into --out may be computing some of these: hold the claim of each
         # group with units to compute, then take what the others finished (as the
         # in-process run does, group by group)
@@ -204,88 +231,166 @@ def run_units(config: RunConfig, explainers: list, refs: dict[str, str], done: d
         done.update(finished(out))
         pending = [replace(job, units=tuple(_take_done(job.units, done, summary, progress)))
                    for job in jobs]
-        explain_chunks(executor, pending, sessions, summary, progress)
-        index = sorted((i for i, job in enumerate(pending) if job.units),
-                       key=lambda i: -_expected(pending[i], sessions[i]))
-        if index:
-            log.info("run: %d job(s) of units on %s", len(index), executor.name)
-
-        def arrived(j: int, result: UnitsDone) -> None:
-            session, explainer = sessions[index[j]]
-            if result.explained is not None:
-                session.store(explainer, result.explained)
-            for failure in result.failures:  # reported and kept out, as in-process
-                log.error("%s", failure.message)
-                append_jsonl(out / "failures.jsonl", failure.as_dict())
-                summary.failures.append(failure)
-            written = set()
-            for record, rows in result.results:
-                write_unit(out, record, rows, done, summary, progress)
-                written.add(record.key)
-            for unit in pending[index[j]].units:
-                if unit.key not in written:
-                    progress.finish(unit.key, failed=True)
-            summary.rows_requested += result.rows_requested
-            summary.rows_forwarded += result.rows_forwarded
-
-        executor.map(units_job, [pending[i] for i in index], on_done=arrived)
+        Stages(executor, pending, sessions, out, done, summary, progress).run()
 
 
-def explain_chunks(executor, pending: list[UnitsJob],
-                   sessions: list[tuple[EvaluationSession, Explainer]], summary,
-                   progress) -> None:
-    """Explain, in chunks of whole batches on the executor, every pending job's
-    examples that the cache lacks; each job gets its explanations (stored in the cache
-    as its last chunk arrives), or, when a chunk fails, is dropped with its failure
-    recorded (``pending`` is updated in place)."""
-    chunks: list[ChunkJob] = []
-    owner: list[int] = []  # the pending job of each chunk
-    for i, job in enumerate(pending):
-        session, explainer = sessions[i]
-        if not job.units or session.cached(explainer) is not None:
-            continue
-        ends = list(itertools.accumulate(len(b) for b, _, _ in session.batches(session.examples)))
-        bounds = [0, *ends[CHUNK_BATCHES - 1::CHUNK_BATCHES]]
-        if bounds[-1] != len(session.examples):
-            bounds.append(len(session.examples))
-        if len(bounds) <= 2:  # one chunk: its units job explains it, with no wait between
-            continue
-        chunks += [ChunkJob(job, a, b) for a, b in itertools.pairwise(bounds)]
-        owner += [i] * (len(bounds) - 1)
-    if not chunks:
-        return
-    order = sorted(range(len(chunks)), key=lambda j: -_expected(pending[owner[j]], sessions[owner[j]],
-                                                              chunks[j].stop - chunks[j].start))
-    chunks, owner = [chunks[j] for j in order], [owner[j] for j in order]
-    log.info("run: %d chunk(s) of examples to explain on %s", len(chunks), executor.name)
-    parts: dict[int, dict[int, Explained | FailureRecord]] = {}
-    wanted = {i: owner.count(i) for i in set(owner)}
-    out = Path(pending[owner[0]].out)
+class Stages:
+    """The jobs of a run's pending (model, explainer) groups. An explainer whose
+    explaining alone would hold one worker for a large share of the run (``_big``) is
+    explained in chunks of ``CHUNK_BATCHES`` batches; the others are explained and
+    scored in one job each. Those jobs and every chunk go out longest first; a chunked
+    explainer's units job follows as soon as its chunks are put together (a failed chunk
+    drops its explainer's units, recorded)."""
 
-    def arrived(j: int, part: Explained | FailureRecord) -> None:
-        i = owner[j]
-        parts.setdefault(i, {})[chunks[j].start] = part
-        if len(parts[i]) < wanted[i]:
+    def __init__(self, executor, pending: list[UnitsJob],
+                 sessions: list[tuple[EvaluationSession, Explainer]], out: Path, done: dict,
+                 summary, progress):
+        self.executor, self.pending, self.sessions = executor, pending, sessions
+        self.out, self.done, self.summary, self.progress = out, done, summary, progress
+        self.parts: dict[int, dict[int, Explained | FailureRecord]] = {}
+        self.wanted: dict[int, int] = {}  # chunks of each chunked group
+        self.complete: set[int] = set()  # groups whose chunks are all in, units not sent
+
+    def run(self) -> None:
+        chunks = self.chunks()
+        chunked = {c.owner for c in chunks}
+        whole = [Whole(i) for i, job in enumerate(self.pending) if job.units and i not in chunked]
+        items: list = sorted([*chunks, *whole], key=lambda j: -self.expected(j))
+        if items:
+            log.info("run: %d chunk(s) of examples and %d job(s) of units on %s, then the "
+                     "units of %d chunked explainer(s)", len(chunks), len(whole),
+                     self.executor.name, len(chunked))
+
+        def then(i: int, _) -> list[UnitsJob]:
+            """A chunked explainer's units job, once its last chunk is in (not after a
+            round: the workers never wait)."""
+            item = items[i]
+            if not isinstance(item, Chunk) or item.owner not in self.complete:
+                return []
+            self.complete.discard(item.owner)
+            items.append(Whole(item.owner))
+            return [self.pending[item.owner]]
+
+        self.executor.map(stage_job, [self.job(j) for j in items],
+                          on_done=lambda k, result: self.arrived(items[k], result), then=then)
+
+    def chunks(self) -> list[Chunk]:
+        """The chunks of the big explainers whose explanations are not cached."""
+        costs = {i: _expected(job, self.sessions[i], len(self.sessions[i][0].examples))
+                 for i, job in enumerate(self.pending) if job.units}
+        workers = getattr(self.executor, "workers", None) or os.cpu_count() or 1
+        out = []
+        for i, job in enumerate(self.pending):
+            session, explainer = self.sessions[i]
+            if (not job.units or not _big(costs[i], sum(costs.values()), workers)
+                    or session.cached(explainer) is not None):
+                continue
+            ends = list(itertools.accumulate(len(b) for b, _, _ in
+                                             session.batches(session.examples)))
+            bounds = [0, *ends[CHUNK_BATCHES - 1::CHUNK_BATCHES]]
+            if bounds[-1] != len(session.examples):
+                bounds.append(len(session.examples))
+            if len(bounds) > 2:  # else one chunk: its units job explains it
+                out += [Chunk(i, a, b) for a, b in itertools.pairwise(bounds)]
+                self.wanted[i] = len(bounds) - 1
+        return out
+
+    def job(self, item) -> ChunkJob | UnitsJob:
+        if isinstance(item, Chunk):
+            return ChunkJob(self.pending[item.owner], item.start, item.stop)
+        return self.pending[item.index]
+
+    def expected(self, item) -> float:
+        if isinstance(item, Chunk):
+            return _expected(self.pending[item.owner], self.sessions[item.owner],
+                             item.stop - item.start)
+        return _expected(self.pending[item.index], self.sessions[item.index])
+
+    def arrived(self, item, result) -> None:
+        if isinstance(item, Chunk):
+            self.chunk_arrived(item, result)
+        else:
+            self.scored(item.index, result)
+
+    def chunk_arrived(self, chunk: Chunk, part: Explained | FailureRecord) -> None:
+        """Keep a chunk; once its explainer's last one is in, store the explanations and
+        hand them to its units job (or drop the units of a failed one)."""
+        i = chunk.owner
+        self.parts.setdefault(i, {})[chunk.start] = part
+        if len(self.parts[i]) < self.wanted[i]:
             return
-        got = [parts[i][start] for start in sorted(parts[i])]
+        session, explainer = self.sessions[i]
+        got = [self.parts[i][start] for start in sorted(self.parts[i])]
         failed = [p for p in got if isinstance(p, FailureRecord)]
         if failed:  # reported and kept out, as in-process; its units are not computed
-            log.error("%s", failed[0].message)
-            append_jsonl(out / "failures.jsonl", failed[0].as_dict())
-            summary.failures.append(failed[0])
-            for unit in pending[i].units:
-                progress.finish(unit.key, failed=True)
-            pending[i] = replace(pending[i], units=())
+            self.failure(failed[0])
+            for unit in self.pending[i].units:
+                self.progress.finish(unit.key, failed=True)
+            self.pending[i] = replace(self.pending[i], units=())
             return
         done = [p for p in got if isinstance(p, Explained)]
         explained = Explained([s for p in done for s in p.scores],
                               [t for p in done for t in p.targets],
                               sum(p.seconds for p in done), Cost.total([p.cost for p in done]))
-        session, explainer = sessions[i]
         session.store(explainer, explained)
-        pending[i] = replace(pending[i], explained=explained)
+        self.pending[i] = replace(self.pending[i], explained=explained)
+        self.complete.add(i)
 
-    executor.map(chunk_job, chunks, on_done=arrived)
+    def scored(self, i: int, result: UnitsDone) -> None:
+        """Write a units job's results (as the in-process run writes them)."""
+        from faithbench.benchmark.runner import write_unit
+
+        session, explainer = self.sessions[i]
+        if result.explained is not None:
+            session.store(explainer, result.explained)
+        for failure in result.failures:  # reported and kept out, as in-process
+            self.failure(failure)
+        written = set()
+        for record, rows in result.results:
+            write_unit(self.out, record, rows, self.done, self.summary, self.progress)
+            written.add(record.key)
+        for unit in self.pending[i].units:
+            if unit.key not in written:
+                self.progress.finish(unit.key, failed=True)
+        self.summary.rows_requested += result.rows_requested
+        self.summary.rows_forwarded += result.rows_forwarded
+
+    def failure(self, failure: FailureRecord) -> None:
+        log.error("%s", failure.message)
+        append_jsonl(self.out / "failures.jsonl", failure.as_dict())
+        self.summary.failures.append(failure)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Examples [start, stop) of pending group ``owner``, explained as one job."""
+
+    owner: int
+    start: int
+    stop: int
+
+
+@dataclass(frozen=True)
+class Whole:
+    """Pending group ``index``'s units, as one job (explaining first if it must)."""
+
+    index: int
+
+
+def stage_job(job: ChunkJob | UnitsJob):
+    """A job on a worker: a chunk to explain, or units to explain (if need be) and score."""
+    return chunk_job(job) if isinstance(job, ChunkJob) else units_job(job)
+
+
+def _big(cost: float, total: float, workers: int) -> bool:
+    """Whether an explainer's explaining (``cost`` of all explainers' ``total``) is big
+    enough to chunk: more than half of what each worker should get. Chunked, it spreads
+    over the workers; whole, it would be the last job running while the others idle.
+
+    >>> _big(500, 1700, 2), _big(150, 1700, 2), _big(150, 1700, 8)
+    (True, False, True)
+    """
+    return cost > total / (2 * workers)
 
 
 def _expected(job: UnitsJob, where: tuple[EvaluationSession, Explainer],

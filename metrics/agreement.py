@@ -64,7 +64,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from scipy.stats import kendalltau
 
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.ranking import top_k_mask
@@ -82,6 +81,8 @@ Scores = Sequence[Sequence[float]]
 def kendall_per_instance(a: Scores, b: Scores) -> tuple[np.ndarray, np.ndarray]:
     """(E,) Kendall τ-b and (E,) its p-value per example; NaN where τ-b is undefined
     (fewer than 2 tokens, or either vector constant)."""
+    from scipy.stats import kendalltau
+
     rows = _pairs(a, b)
     taus, pvalues = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
     for i, (x, y) in enumerate(rows):

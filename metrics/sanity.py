@@ -89,7 +89,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from scipy.stats import rankdata
 
 from faithbench.benchmark.core import randomize
 from faithbench.benchmark.core.api import (
@@ -126,6 +125,8 @@ DEPTH = DepthParam(int, low=1, text="all | int >= 1 (layer groups re-initialized
 def similarity(a: Sequence[float], b: Sequence[float], *, absolute: bool) -> float:
     """Spearman ρ of two score vectors (of their absolute values if ``absolute``);
     NaN where fewer than 2 tokens or both sides are constant, 0 where one side is."""
+    from scipy.stats import rankdata
+
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if absolute:
         x, y = np.abs(x), np.abs(y)

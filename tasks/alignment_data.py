@@ -25,11 +25,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-import datasets
+from typing import TYPE_CHECKING
 
 from faithbench.benchmark.core.errors import DataFileError, InputError
 from faithbench.tasks.data import check_jsonl, check_text, jsonl_objects
+
+if TYPE_CHECKING:  # imported where data is read (``tasks.data``)
+    import datasets
 
 OUT_OF_RANGE = ("error", "drop")
 GOLD_SPLITS = ("validation", "test")
@@ -68,6 +70,8 @@ def read_gold(folder: Path, splits=GOLD_SPLITS, *, out_of_range: str = "error",
         if not path.is_file():
             raise InputError(f"{path}: missing gold file for split {split!r}")
         links, dropped[split] = _check_gold(path, out_of_range)
+        import datasets
+
         rows = datasets.load_dataset("json", data_files={split: str(path)})[split]
         pairs[split] = [GoldPair(str(r["id"]), tuple(r["src"]), tuple(r["tgt"]), sure, possible)
                         for r, (sure, possible) in zip(rows, links)]
@@ -80,6 +84,8 @@ def read_parallel(folder: Path) -> datasets.Dataset:
     if not path.is_file():
         raise InputError(f"{path}: missing parallel training corpus")
     check_jsonl(path, {"src": list, "tgt": list}, labels=None, texts=("src", "tgt"))
+    import datasets
+
     return datasets.load_dataset("json", data_files={"train": str(path)})["train"]
 
 

@@ -17,12 +17,15 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import datasets
 from huggingface_hub import constants as hf_constants
 
 from faithbench.benchmark.core.errors import DataFileError, InputError, NotUtf8Error
 from faithbench.benchmark.core.records import read_utf8
+
+if TYPE_CHECKING:  # imported where data is read: 0.7 s that a command without data skips
+    import datasets
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +137,8 @@ def load_local(folder: Path, splits: list[str], columns: dict, labels: set[int] 
             raise InputError(f"{path}: missing split file for split {split!r}")
         check_jsonl(path, columns, labels, texts)
         files[split] = str(path)
+    import datasets
+
     loaded = datasets.load_dataset("json", data_files=files)
     return {split: loaded[split] for split in splits}
 
@@ -160,6 +165,8 @@ def _offline(on: bool):
     if not on:
         yield
         return
+    import datasets
+
     old = datasets.config.HF_HUB_OFFLINE, hf_constants.HF_HUB_OFFLINE
     datasets.config.HF_HUB_OFFLINE = hf_constants.HF_HUB_OFFLINE = True
     try:
@@ -173,6 +180,8 @@ def load_hub(dataset_id: str, splits: list[str]) -> dict[str, datasets.Dataset]:
     not answer a HEAD request within ``HUB_TIMEOUT_S``, ``datasets`` is put in offline
     mode for this call (a copy in its cache still loads) instead of retrying for most
     of a minute and printing every retry."""
+    import datasets
+
     offline = datasets.config.HF_HUB_OFFLINE  # HF_HUB_OFFLINE=1 in the environment
     reachable = not offline and hub_reachable()
     try:

@@ -72,23 +72,33 @@ def test_explanations_in_chunks_are_those_of_one_process(tmp_path, synthetic_rea
                                                           monkeypatch, caplog):
     """Explaining in chunks of 2 batches of 4 (30 examples: 4 chunks per explainer and
     model) gives each example the scores it gets in one process, bit for bit, and the
-    same results."""
+    same results: every explainer chunked, then only the big one (integrated gradients'
+    150 passes per example against occlusion's 11 and random's 1)."""
     monkeypatch.setattr("faithbench.benchmark.distributed.CHUNK_BATCHES", 2)
     args = ["--explainers", "occlusion", "integrated_gradients", "random", "--metrics",
             "comprehensiveness", "flip_rate", "--limit", "30", "--seeds", "0", "1",
             "--batch-size", "4", "--no-progress"]
-    here, pool = tmp_path / "here", tmp_path / "pool"
+    here = tmp_path / "here"
     assert main(["run", "--out", str(here), *args]) == 0
-    with caplog.at_level("INFO", logger="faithbench.benchmark.distributed"):
-        assert main(["run", "--out", str(pool), "--executor", "pool", "--workers", "2",
-                     *args]) == 0
-    assert "24 chunk(s) of examples to explain" in caplog.text  # 3 explainers x 2 seeds x 4
-    for path in sorted((here / "explanations").glob("*.jsonl")):
-        mine = [(x["id"], x["scores"], x["target"]) for x in read_jsonl(path)]
-        theirs = [(x["id"], x["scores"], x["target"])
-                  for x in read_jsonl(pool / "explanations" / path.name)]
-        assert mine == theirs, path.name
-    same_results(here, pool)
+    for every, plan in ((True, "24 chunk(s) of examples and 0 job(s) of units"),  # 3 x 2 x 4
+                        (False, "8 chunk(s) of examples and 4 job(s) of units")):
+        pool = tmp_path / f"pool-{every}"
+        if every:
+            monkeypatch.setattr("faithbench.benchmark.distributed._big", lambda *a: True)
+        else:
+            monkeypatch.undo()
+            monkeypatch.setattr("faithbench.benchmark.distributed.CHUNK_BATCHES", 2)
+        caplog.clear()
+        with caplog.at_level("INFO", logger="faithbench.benchmark.distributed"):
+            assert main(["run", "--out", str(pool), "--executor", "pool", "--workers", "2",
+                         *args]) == 0
+        assert plan in caplog.text
+        for path in sorted((here / "explanations").glob("*.jsonl")):
+            mine = [(x["id"], x["scores"], x["target"]) for x in read_jsonl(path)]
+            theirs = [(x["id"], x["scores"], x["target"])
+                      for x in read_jsonl(pool / "explanations" / path.name)]
+            assert mine == theirs, path.name
+        same_results(here, pool)
 
 
 def test_a_failing_plugin_is_reported_and_skipped_on_the_pool(tmp_path, synthetic_ready):

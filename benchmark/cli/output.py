@@ -17,13 +17,13 @@ def checks(results) -> bool:
 
 
 def matrix(entries, task: str, fmt: str, *, family=None, sort_by=None, metrics=None,
-           prefer: str | None = None, cost=None, short: bool = False) -> str:
+           prefer: str | None = None, cost=None, short: bool = False, rows=None) -> str:
     """Explainers x metrics, sorted by ``sort_by`` (a metric the user named: it must
     match one) or else by ``prefer`` where the task has it, else the first column."""
     from faithbench.leaderboard.render import render_matrix
 
     return render_matrix(entries, task, fmt, family=family, sort_by=sort_by, metrics=metrics,
-                         prefer=prefer, cost=cost, short=short)
+                         prefer=prefer, cost=cost, short=short, rows=rows)
 
 
 SANITY = "sanity"
@@ -41,13 +41,14 @@ def matrices(entries, task: str, fmt: str, *, family=None, sort_by=None, metrics
     families = {r.family for r in rows}
     if SANITY not in families or families == {SANITY}:
         return matrix(entries, task, fmt, family=family, sort_by=sort_by, metrics=metrics,
-                      prefer=prefer, cost=cost, short=short)
+                      prefer=prefer, cost=cost, short=short, rows=rows or None)
     order = sorted({(FAMILIES.index(r.family), r.metric) for r in rows if r.family != SANITY})
     sanity_sort = sort_by is not None and any(matches(r.metric, sort_by) for r in rows
                                               if r.family == SANITY)
+    # both tables from the rows ranked once (ranking bootstraps every cell)
     rest = matrix(entries, task, fmt, metrics=[m for _, m in order], prefer=prefer,
-                  sort_by=None if sanity_sort else sort_by, cost=cost, short=short)
-    return rest + "\n" + matrix(entries, task, fmt, family=SANITY,
+                  sort_by=None if sanity_sort else sort_by, cost=cost, short=short, rows=rows)
+    return rest + "\n" + matrix(entries, task, fmt, family=SANITY, rows=rows,
                                 sort_by=sort_by if sanity_sort else None, cost=cost, short=short)
 
 

@@ -6,6 +6,7 @@ uses the cores of one machine and Ray a cluster, behind the same ``map``."""
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
 from collections.abc import Callable, Iterable
@@ -13,6 +14,7 @@ from concurrent import futures
 from typing import Any, Protocol
 
 import torch
+from threadpoolctl import threadpool_limits
 
 from faithbench.benchmark.core.confine import die_with_parent
 from faithbench.benchmark.core.errors import InputError
@@ -31,6 +33,9 @@ def one_thread(fn: Callable[[Any], Any], job: Any) -> Any:
 
 
 Callback = Callable[[int, Any], None] | None
+# ``then(i, result)``: jobs that job i's result makes possible, run by the same ``map``
+# (numbered after every job given or added before them), so no worker waits for a round
+FollowUps = Callable[[int, Any], Iterable[Any]] | None
 
 
 class Executor(Protocol):
@@ -38,8 +43,8 @@ class Executor(Protocol):
 
     name: str
 
-    def map(self, fn: Callable[[Any], Any], jobs: Iterable[Any], on_done: Callback = None
-            ) -> list[Any]: ...
+    def map(self, fn: Callable[[Any], Any], jobs: Iterable[Any], on_done: Callback = None,
+            *, then: FollowUps = None) -> list[Any]: ...
 
 
 class InProcessExecutor:
@@ -47,24 +52,34 @@ class InProcessExecutor:
 
     name = "in-process"
 
-    def map(self, fn: Callable[[Any], Any], jobs: Iterable[Any], on_done: Callback = None
-            ) -> list[Any]:
+    def map(self, fn: Callable[[Any], Any], jobs: Iterable[Any], on_done: Callback = None,
+            *, then: FollowUps = None) -> list[Any]:
         """Every ``fn(job)``, in job order; ``on_done(i, result)`` as each one finishes
-        (in finishing order), so a caller can store results before the rest are done."""
-        out = []
-        for i, job in enumerate(jobs):
+        (in finishing order), so a caller can store results before the rest are done;
+        ``then(i, result)``'s jobs are appended and run too."""
+        jobs, out = list(jobs), []
+        for i, job in enumerate(jobs):  # grows while it runs: follow-ups are appended
             out.append(one_thread(fn, job))
             if on_done is not None:
                 on_done(i, out[-1])
+            if then is not None:
+                jobs.extend(then(i, out[-1]))
         return out
 
 
 _FN: Callable[[Any], Any] | None = None  # the job function, inherited by forked workers
+# libraries that some explainers and metrics import on first use (kept out of every
+# command's start-up), imported before a pool forks so that its workers inherit them
+# instead of each importing them again (captum brings matplotlib: 0.9 s a worker)
+INHERITED_IMPORTS = ("captum.attr", "scipy.stats")
 
 
 def _start_worker(parent_pid: int) -> None:
-    # OpenMP's thread pool does not survive fork (faithbench.benchmark.core.isolation): one thread
+    # OpenMP's thread pool does not survive fork (faithbench.benchmark.core.isolation): one
+    # thread; numpy's and scipy's BLAS too, whose default (one thread per core) in every
+    # worker oversubscribes the cores (LIME's and KernelSHAP's fits ran 1.5-2x slower)
     torch.set_num_threads(1)
+    threadpool_limits(1)
     die_with_parent(parent_pid)  # a killed driver takes its workers (and their jobs) along
 
 
@@ -84,36 +99,55 @@ class ProcessPoolExecutor:
     def __init__(self, workers: int | None = None):
         self.workers = workers or os.cpu_count() or 1
 
-    def map(self, fn: Callable[[Any], Any], jobs: Iterable[Any], on_done: Callback = None
-            ) -> list[Any]:
+    def map(self, fn: Callable[[Any], Any], jobs: Iterable[Any], on_done: Callback = None,
+            *, then: FollowUps = None) -> list[Any]:
         global _FN
         jobs = list(jobs)
         if not jobs:
             return []
         _FN = fn  # set before the pool forks its workers
+        for name in INHERITED_IMPORTS:
+            importlib.import_module(name)
         try:
             ctx = multiprocessing.get_context("fork")
-            with futures.ProcessPoolExecutor(min(self.workers, len(jobs)), mp_context=ctx,
-                                             initializer=_start_worker,
+            size = self.workers if then is not None else min(self.workers, len(jobs))
+            with futures.ProcessPoolExecutor(size, mp_context=ctx, initializer=_start_worker,
                                              initargs=(os.getpid(),)) as pool:
-                pending = {pool.submit(_call, job): i for i, job in enumerate(jobs)}
-                return _collect(pending, futures.as_completed(pending), on_done, len(jobs))
+                return _collect(jobs, lambda job: pool.submit(_call, job), _finished, on_done,
+                                then)
         finally:
             _FN = None
 
 
-def _collect(index_of: dict, finished: Iterable, on_done: Callback, n: int) -> list[Any]:
-    """Results in job order from futures in finishing order (the first error raised)."""
-    out: list[Any] = [None] * n
-    for future in finished:
-        i = index_of[future]
-        out[i] = future.result()
-        if on_done is not None:
-            on_done(i, out[i])
+def _finished(running: set) -> tuple[list, set]:
+    done, left = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+    return list(done), left
+
+
+def _collect(jobs: list, submit: Callable[[Any], Any], wait, on_done: Callback,
+             then: FollowUps, result: Callable[[Any], Any] = lambda f: f.result()) -> list[Any]:
+    """Results in job order (the first error raised): every job submitted, ``on_done``
+    called as each finishes, and its follow-ups (``then``) submitted at once. ``wait``
+    takes the running handles and returns (finished, still running)."""
+    index_of = {submit(job): i for i, job in enumerate(jobs)}
+    out: list[Any] = [None] * len(jobs)
+    running = set(index_of)
+    while running:
+        finished, running = wait(running)
+        for handle in finished:
+            i = index_of[handle]
+            out[i] = result(handle)
+            if on_done is not None:
+                on_done(i, out[i])
+            for job in then(i, out[i]) if then is not None else ():
+                index_of[new := submit(job)] = len(out)
+                out.append(None)
+                running = {*running, new}
     return out
 
 
 def _ray_job(fn: Callable[[Any], Any], job: Any) -> Any:
+    threadpool_limits(1)  # a task has one CPU (see _start_worker)
     return one_thread(fn, job)
 
 
@@ -130,8 +164,8 @@ class RayExecutor:
                  gpus: float = 0):
         self.address, self.workers, self.gpus = address, workers, gpus
 
-    def map(self, fn: Callable[[Any], Any], jobs: Iterable[Any], on_done: Callback = None
-            ) -> list[Any]:
+    def map(self, fn: Callable[[Any], Any], jobs: Iterable[Any], on_done: Callback = None,
+            *, then: FollowUps = None) -> list[Any]:
         import ray  # optional: pip install -e ".[ray]"
 
         jobs = list(jobs)
@@ -146,17 +180,13 @@ class RayExecutor:
             # to it (so it is the job's cuda:0)
             remote = ray.remote(num_cpus=1, num_gpus=self.gpus, max_retries=0)(_ray_job)
             fn_ref = ray.put(fn)
-            refs = [remote.remote(fn_ref, job) for job in jobs]
-            index_of = {ref: i for i, ref in enumerate(refs)}
-            out: list[Any] = [None] * len(jobs)
-            waiting = list(refs)
-            while waiting:
-                [ready], waiting = ray.wait(waiting, num_returns=1)
-                i = index_of[ready]
-                out[i] = ray.get(ready)
-                if on_done is not None:
-                    on_done(i, out[i])
-            return out
+
+            def wait(running: set) -> tuple[list, set]:
+                ready, _ = ray.wait(list(running), num_returns=1)
+                return ready, running - set(ready)
+
+            return _collect(jobs, lambda job: remote.remote(fn_ref, job), wait, on_done, then,
+                            result=ray.get)
         finally:
             if connect:
                 ray.shutdown()
