@@ -57,6 +57,7 @@ def table_of(argv: list[str], root: Path) -> list[str]:
                                                   ROOT / "benchmarks" / "workers_budget.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("workers_budget", module)  # its dataclasses look themselves up
     spec.loader.exec_module(module)
     budget = module.main
     out, here = io.StringIO(), Path.cwd()
