@@ -2,6 +2,7 @@
 that command prints, and leaves tables whose entries are absent alone."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 from faithbench.benchmark.plan import RunConfig
@@ -78,17 +79,24 @@ def test_the_script_covers_the_readme_and_every_results_page():
                for line in page.read_text(encoding="utf-8").splitlines()) >= 13
 
 
-def test_the_workers_budget_is_the_list_schedule_of_the_recorded_seconds(tmp_path,
-                                                                         synthetic_ready):
-    """Jobs of 5, 3, 3, 2 s in that order: 1 worker 13 s; 2 workers 5 | 3+3 -> the third
-    goes to the one free at 3 (3+3=6), the fourth to the one free at 5 (5+2=7): 7 s;
-    4 workers: the longest, 5 s. The jobs of a real run are its (model, explainer) pairs
-    with explain_s once and every metric_s."""
+def test_the_workers_budget_is_the_executors_schedule_of_the_recorded_seconds(
+        tmp_path, synthetic_ready):
+    """Groups of 5, 3, 3, 2 s (one batch each: never chunked), longest first: 1 worker
+    13 s; 2 workers 5 | 3, then the third to the one free at 3 (6), the fourth to the
+    one free at 5 (7): 7 s; 4 workers: the longest, 5 s. A big group of 16 batches (8 s
+    of explaining, 1 s of metrics) beside a small one (1 + 1 s): on 2 workers its two
+    chunks of 4 s run side by side, then the small job (4 to 6) beside its metrics
+    (4 to 5): 6 s; on 1 worker everything in turn, 11 s. The groups of a real run are
+    its (model, explainer) pairs with explain_s once and every metric_s."""
     spec = importlib.util.spec_from_file_location(
         "workers_budget", SCRIPT.parent / "workers_budget.py")
     budget = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("workers_budget", budget)
     spec.loader.exec_module(budget)
-    assert [budget.makespan([5, 3, 3, 2], w) for w in (1, 2, 4)] == [13, 7, 5]
+    small = [budget.Group(s, 0.0, 32) for s in (5.0, 3.0, 3.0, 2.0)]
+    assert [budget.makespan(small, w) for w in (1, 2, 4)] == [13, 7, 5]
+    mixed = [budget.Group(8.0, 1.0, 512), budget.Group(1.0, 1.0, 32)]
+    assert [budget.makespan(mixed, w) for w in (1, 2)] == [11, 6]
     run(RunConfig(out=str(tmp_path / "runs" / "a"), explainers=("attention", "random"),
                   metrics=("comprehensiveness", "sufficiency"), limit=24, batch_size=8,
                   progress=False))
@@ -96,9 +104,10 @@ def test_the_workers_budget_is_the_list_schedule_of_the_recorded_seconds(tmp_pat
     records = read_results(tmp_path / "runs" / "a" / "results.jsonl")
     want = {}
     for r in records:
-        want.setdefault(r.explainer, r.timing.explain_s)
-        want[r.explainer] += r.timing.metric_s
-    assert sorted(budget.jobs(tmp_path / "runs" / "a")) == sorted(want.values())
+        want.setdefault(r.explainer, [r.timing.explain_s, 0.0])
+        want[r.explainer][1] += r.timing.metric_s
+    assert sorted([g.explain, g.metrics] for g in budget.groups(tmp_path / "runs" / "a")) \
+        == sorted(want.values())
     cmd = "`python benchmarks/workers_budget.py runs/a`"
     new, done, _ = readme_tables.regenerate([cmd, "", "| old |"], tmp_path)
     assert done == ["python benchmarks/workers_budget.py runs/a"]
