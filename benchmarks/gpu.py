@@ -192,9 +192,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     import torch
 
+    from faithbench.benchmark.cli import build_parser, options
     from faithbench.benchmark.cli import main as faithbench
-    from faithbench.benchmark.cli import options
-    from faithbench.benchmark.cli import build_parser
     from faithbench.benchmark.core.device import resolve
     from faithbench.benchmark.core.errors import FaithbenchError
 

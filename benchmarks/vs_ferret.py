@@ -44,6 +44,7 @@ side (LIME and SHAP take about 11 s per sentence on one core).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -174,8 +175,7 @@ def near_tie(drops: list[float]) -> bool:
     >>> near_tie([0.00046688, 0.0235, 0.00046700]), near_tie([0.1, 0.2])
     (True, False)
     """
-    d = sorted(drops)
-    return any(b - a <= NEAR_TIE for a, b in zip(d, d[1:]))
+    return any(b - a <= NEAR_TIE for a, b in itertools.pairwise(sorted(drops)))
 
 
 def differences(name: str, ferret_rows: list[dict], ours: dict,
