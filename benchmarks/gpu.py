@@ -136,18 +136,12 @@ def sync(device) -> None:
 
 def padding(session, size: int) -> dict:
     """Stage 4: the padded share of the explain batches, in split order and by length."""
+    from faithbench.benchmark.session import padded_share
+
     lengths = [len(e.tokens) for e in session.examples]
-
-    def share(order):
-        real = pads = 0
-        for i in range(0, len(order), size):
-            chunk = [lengths[j] for j in order[i : i + size]]
-            real += sum(chunk)
-            pads += max(chunk) * len(chunk) - sum(chunk)
-        return pads / max(real + pads, 1)
-
-    return {"split order": share(list(range(len(lengths)))),
-            "bucketed by length": share(sorted(range(len(lengths)), key=lengths.__getitem__))}
+    by_length = sorted(range(len(lengths)), key=lengths.__getitem__)
+    return {"split order": padded_share(lengths, list(range(len(lengths))), size),
+            "bucketed by length": padded_share(lengths, by_length, size)}
 
 
 def stages_of_run(out: Path) -> list[dict]:

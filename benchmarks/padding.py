@@ -12,22 +12,9 @@ import argparse
 from tabulate import tabulate
 
 from faithbench.benchmark.core.api import TaskOptions
+from faithbench.benchmark.session import padded_share
 from faithbench.tasks import get_task
 from faithbench.tasks.transformer import base_path, load_tokenizer, split_to_pieces
-
-
-def padded_share(lengths: list[int], order: list[int], size: int) -> float:
-    """Padded positions / all positions of the batches of ``size`` taken in ``order``.
-
-    >>> padded_share([1, 3, 1, 3], [0, 1, 2, 3], 2), padded_share([1, 3, 1, 3], [0, 2, 1, 3], 2)
-    (0.3333333333333333, 0.0)
-    """
-    real = pads = 0
-    for i in range(0, len(order), size):
-        chunk = [lengths[j] for j in order[i : i + size]]
-        real += sum(chunk)
-        pads += max(chunk) * len(chunk) - sum(chunk)
-    return pads / max(real + pads, 1)
 
 
 def main() -> None:
