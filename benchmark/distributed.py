@@ -4,17 +4,18 @@ Models first: every (task, seed) model that this machine's cache lacks is traine
 a job (``core.retrain.train_job``; its file comes back into the driver's cache), so
 the seeds train side by side. Then the units of every (model, explainer) with units
 left (``Stages``): an explainer whose explaining is a large share of the run (``_big``:
-KernelSHAP on the 7,020 Hansards rows) is explained in chunks of ``CHUNK_BATCHES`` of
-the session's batches, one job each, so it spreads over the workers; a chunk is whole
+LIME on the 7,020 Hansards rows) is explained in chunks of ``CHUNK_BATCHES`` of the
+session's batches, one job each, so it spreads over the workers; a chunk is whole
 batches with the model's own targets, so each example is explained exactly as in one
 process, and the driver puts the chunks together in its explanation cache. Every
 other (model, explainer) is one job that explains and scores; a chunked explainer's
-units job, handed its explanations, follows as soon as its last chunk is in. A worker sends back the
-result records and their per-example rows, which the driver writes as the in-process
-run does (per-example file first, then the result line), under the same claims. So a
-killed worker loses only its job, and a killed driver resumes like any run (with the
-explanations it had stored). Jobs go out longest first (``nominal_passes``), and a
-pool's forked workers inherit the driver's sessions (model, base predictions).
+units job, handed its explanations, follows as soon as its last chunk is in. A worker
+sends back the result records and their per-example rows, which the driver writes as
+the in-process run does (per-example file first, then the result line), under the
+same claims. So a killed worker loses only its job, and a killed driver resumes like
+any run (with the explanations it had stored). Jobs go out longest first
+(``nominal_passes``), and a pool's forked workers inherit the driver's sessions
+(model, base predictions).
 
 Results equal the in-process run's up to float32 rounding: the same keys and the same
 computations, but a worker's perturbation engine shares variants only within its own
