@@ -21,10 +21,12 @@ is faster?
    preset's ``ties=introsort``, or ``ties=numpy`` where ferret's numpy sorts with AVX-512.
 4. Per example the two tools must agree to 1e-4 (the script exits 1 otherwise); the
    table gives the largest difference and both tools' times. One exception, counted in
-   its own column: a τ-LOO value may differ where two of ferret's leave-one-out drops
-   lie within ``NEAR_TIE`` (2e-7) of each other. Probabilities near 1 are a few float32
-   steps apart there, the two tools' forwards differ by padding and kernels, and one
-   tool's tie is the other's order (``ferret-loo.jsonl`` holds ferret's drops).
+   its own column: a τ-LOO value may differ where it is ferret's formula on ferret's
+   inputs as float32 rounds them (``rounding_tie``): two of ferret's leave-one-out
+   drops within ``NEAR_TIE`` (2e-7: probabilities near 1 are a few float32 steps
+   apart, and the tools' forwards differ by padding and kernels) tied or ordered the
+   other way, or two scores apart in float64 (ferret) but equal in float32
+   (faithbench). ``ferret-loo.jsonl`` holds ferret's drops.
 5. The perturbation explainers, per example: ferret's LIME (its default
    min(P², 5000) samples over P pieces, [MASK] substitution) and Partition SHAP
    (shap's default budget of 500 model evaluations), timed in step 2, against
@@ -52,6 +54,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 from tabulate import tabulate
 
 from faithbench.benchmark.core.ids import short_name
@@ -73,6 +76,8 @@ def parse_args():
     p.add_argument("--n", type=int, default=200, help="validation sentences (default 200)")
     p.add_argument("--threads", type=int, default=1, help="torch threads of both tools")
     p.add_argument("--reuse", action="store_true", help="keep a finished ferret side in --out")
+    p.add_argument("--skip-explainers", action="store_true",
+                   help="leave out step 5 (the perturbation explainers' cost per example)")
     p.add_argument("--train-limit", type=int, default=None,
                    help="fine-tune MiniLM on the first N training rows only (any weights "
                    "time the same; the published comparison uses the full model)")
@@ -167,22 +172,42 @@ def faithbench_side(ferret_out: Path, args, out: Path) -> tuple[float, list, dic
     return wall, rows, values
 
 
-def near_tie(drops: list[float]) -> bool:
-    """Whether two leave-one-out drops lie within ``NEAR_TIE``: float32 rounds them into
-    one value in one tool and not the other (the forwards differ by padding and kernel),
-    so τ-b sees a tie in one and an order in the other.
+def rounding_tie(ours: float, drops: list[float], scores: list[float]) -> bool:
+    """Whether faithbench's τ-b (``ours``) is ferret's formula on ferret's inputs as
+    float32 can round them: each pair of leave-one-out drops within ``NEAR_TIE`` tied,
+    or ordered either way (probabilities near 1 are a few float32 steps apart, and the
+    tools' forwards differ by padding and kernels), and the scores as float64 (ferret's)
+    or float32 (faithbench's: Partition SHAP's equal cluster values come out a float64
+    step apart after L1 normalisation). At most 8 such pairs are tried (3^8 roundings).
 
-    >>> near_tie([0.00046688, 0.0235, 0.00046700]), near_tie([0.1, 0.2])
-    (True, False)
+    >>> rounding_tie(1.0, [0.3, 0.3 + 1e-8, 0.5], [1.0, 2.0, 3.0])  # the near pair ordered
+    True
+    >>> rounding_tie(0.8164965809277261, [0.3, 0.3 + 1e-8, 0.5], [1.0, 2.0, 3.0])  # tied
+    True
+    >>> rounding_tie(0.5, [0.3, 0.3 + 1e-8, 0.5], [1.0, 2.0, 3.0])
+    False
     """
-    return any(b - a <= NEAR_TIE for a, b in itertools.pairwise(sorted(drops)))
+    from scipy.stats import kendalltau
+
+    d = np.asarray(drops, dtype=float)
+    order = np.argsort(d, kind="stable")
+    near = [(a, b) for a, b in itertools.pairwise(order) if d[b] - d[a] <= NEAR_TIE][:8]
+    for s in (np.asarray(scores, dtype=float), np.asarray(scores, dtype=np.float32)):
+        for ways in itertools.product((-1, 0, 1), repeat=len(near)):
+            x = d.copy()
+            for (a, b), way in zip(near, ways):
+                x[b] = x[a] + way * NEAR_TIE  # below, tied with or above its neighbour
+            if abs(kendalltau(x, s.astype(float))[0] - ours) <= 1e-9:
+                return True
+    return False
 
 
 def differences(name: str, ferret_rows: list[dict], ours: dict,
-                loo: dict[str, list[float]]) -> tuple[dict[str, float], int]:
+                loo: dict[str, list[float]], scores: dict[str, list[float]]
+                ) -> tuple[dict[str, float], int]:
     """Largest |ferret − faithbench| per metric (NaN in both counts as agreement), and
-    how many τ-LOO values differ only where ferret's drops hold a near-tie (left out of
-    the largest difference, counted)."""
+    how many τ-LOO values differ only where float32 decides a pair (``rounding_tie``:
+    left out of the largest difference, counted)."""
     worst, ties = {}, 0
     for key, metric in METRICS.items():
         metric_name = short_name(metric)
@@ -191,7 +216,8 @@ def differences(name: str, ferret_rows: list[dict], ours: dict,
             a, b = row[key], ours[(name, metric_name, row["id"])]
             if a is None or b is None:
                 gaps.append(0.0 if a is None and b is None else float("inf"))
-            elif key == "taucorr_loo" and abs(a - b) > TOLERANCE and near_tie(loo[row["id"]]):
+            elif key == "taucorr_loo" and abs(a - b) > TOLERANCE \
+                    and rounding_tie(b, loo[row["id"]], scores[row["id"]]):
                 ties += 1
             else:
                 gaps.append(abs(a - b))
@@ -276,7 +302,9 @@ def main() -> int:
     for name in NAMES:
         ferret_rows = [json.loads(line) for line in
                        (ferret_out / f"ferret-{name}.jsonl").read_text().splitlines()]
-        worst, ties = differences(name, ferret_rows, ours, loo)
+        scores = {r["id"]: r["scores"] for r in map(json.loads, (
+            ferret_out / f"explanations-{name}.jsonl").read_text().splitlines())}
+        worst, ties = differences(name, ferret_rows, ours, loo, scores)
         ok &= all(v <= TOLERANCE for v in worst.values())
         t = timing[name]
         mine = [r for r in rows if Path(r["explanations"]).stem.endswith(name)]
@@ -290,7 +318,7 @@ def main() -> int:
     metric_s = sum(r["seconds"] for r in rows)
     forwarded = sum(r["rows_forwarded"] for r in rows)
     print(tabulate(table, headers=["explainer", "n", "max|Δ| comp", "max|Δ| suff", "max|Δ| τ",
-                                   "τ near-ties",
+                                   "τ float32 ties",
                                    "ferret s", "ferret rows", "faithbench s (metrics)",
                                    "faithbench rows"]))
     totals = {"ferret_s": ferret_s, "ferret_rows": ferret_rows_n, "faithbench_process_s": wall,
@@ -299,8 +327,8 @@ def main() -> int:
           f" faithbench {wall:.1f} s as one process, start-up, model and data loading included"
           f" ({ferret_s / wall:.1f}x), {metric_s:.1f} s in its metrics ({ferret_s / metric_s:.1f}x,"
           f" {forwarded:,} rows); {args.threads} thread(s)")
-    explainers = explainer_side(model_dir, args,
-                                json.loads((ferret_out / "timing.json").read_text()))
+    explainers = [] if args.skip_explainers else explainer_side(
+        model_dir, args, json.loads((ferret_out / "timing.json").read_text()))
     print()
     print(tabulate(explainers, headers=["explainer (ferret / faithbench)", "n",
                                         "ferret samples", "ferret s/example",
