@@ -71,7 +71,8 @@ def test_pipeline_on_a_slice(shared_data, tmp_path):
 
 def test_hub_is_the_default_and_offline_says_what_to_do(monkeypatch):
     """Without --data-dir the hub id is asked for; offline, the error names the fix."""
-    import faithbench.tasks.data
+    import datasets  # faithbench.tasks.data imports it where it reads
+
     from faithbench.benchmark.core.errors import InputError
 
     asked = []
@@ -81,7 +82,7 @@ def test_hub_is_the_default_and_offline_says_what_to_do(monkeypatch):
         raise ConnectionError("no network")
 
     monkeypatch.delenv("FAITHBENCH_DATA", raising=False)
-    monkeypatch.setattr(faithbench.tasks.data.datasets, "load_dataset", offline)
+    monkeypatch.setattr(datasets, "load_dataset", offline)
     with pytest.raises(InputError, match="pass --data-dir DIR"):
         read(TaskOptions())
     assert asked == ["stanfordnlp/sst2"]
