@@ -15,6 +15,7 @@ import torch
 from faithbench.benchmark.cli import main
 from faithbench.benchmark.core import device
 from faithbench.benchmark.core.api import TaskOptions
+from faithbench.benchmark.core.cost import CountingModel, Counts
 from faithbench.benchmark.core.device import OnDevice, Placement, place, resolve, unplaced
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.executor import make_executor
@@ -74,6 +75,11 @@ def test_the_proxy_is_the_model_and_pickles_as_its_placement(synthetic_ready):
     assert isinstance(placed, OnDevice) and isinstance(placed, type(model))
     assert place(placed, Placement(), force=True) is placed and unplaced(placed) is model
     assert place(model, Placement()) is model  # the CPU at fp32: nothing wrapped
+    # as an explainer sees it (counted): still the model's type, still on its device
+    counted = CountingModel(placed, Counts())
+    assert isinstance(counted, type(model)) and isinstance(counted, torch.nn.Module)
+    assert unplaced(counted) is model and counted.placement == placed.placement
+    assert place(counted, Placement(), force=True) is counted
     assert placed.eval() is placed and not model.training and placed.train() is placed
     again = pickle.loads(pickle.dumps(placed))
     twin = copy.deepcopy(placed)

@@ -60,6 +60,7 @@ from typing import Any, ClassVar, Self
 
 import torch
 
+from faithbench.benchmark.core.proxy import ModelProxy
 from faithbench.benchmark.core.records import BACKWARD_COST
 
 FORWARD_METHODS = frozenset({
@@ -179,49 +180,30 @@ def shared_engine(model: Any, proxy: CountingModel) -> Iterator[Any]:
         perturb.forget_engine(proxy)
 
 
-class CountingModel:
+class CountingModel(ModelProxy):
     """The model as an explainer sees it: every attribute is the model's own
-    (``__getattr__`` delegation, so ``capabilities(model)``, ``pad_id``,
-    ``max_rows_per_pass``, ``retokenize``, ``eval()``, ``parameters()`` ... are as
-    before, and ``isinstance(model, torch.nn.Module)`` still holds), except that the
-    forward methods (``FORWARD_METHODS``) count their rows into ``counts`` and hook
-    their output to count the backward passes through it."""
+    (``ModelProxy``, so ``capabilities(model)``, ``pad_id``, ``max_rows_per_pass``,
+    ``retokenize``, ``eval()``, ``parameters()`` ... are as before, and
+    ``isinstance(model, torch.nn.Module)`` still holds), except that the forward
+    methods (``FORWARD_METHODS``) count their rows into ``counts`` and hook their output
+    to count the backward passes through it."""
 
-    __slots__ = ("__weakref__", "_counted_model", "_counts")
+    __slots__ = ("_counts",)
 
     def __init__(self, model: Any, counts: Counts):
-        object.__setattr__(self, "_counted_model", model)
+        super().__init__(model)
         object.__setattr__(self, "_counts", counts)
 
-    def __getattr__(self, name: str):
-        if name in CountingModel.__slots__:  # not set yet (an object made without __init__)
-            raise AttributeError(name)
-        value = getattr(self._counted_model, name)
+    def _wrapped(self, name: str, value: Any) -> Any:
         if name in FORWARD_METHODS and callable(value):
             return _counting(value, self._counts)
         return value
 
-    def __setattr__(self, name: str, value) -> None:
-        setattr(self._counted_model, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        delattr(self._counted_model, name)
-
     def __call__(self, *args, **kwargs):
-        return _counting(self._counted_model, self._counts)(*args, **kwargs)
-
-    @property  # type: ignore[misc]
-    def __class__(self):  # isinstance(proxy, type of the model) holds
-        return type(self._counted_model)
+        return _counting(self._inner, self._counts)(*args, **kwargs)
 
     def __reduce_ex__(self, protocol):  # pickled or copied, it is the model (uncounted)
-        return self._counted_model.__reduce_ex__(protocol)
-
-    def __dir__(self):
-        return dir(self._counted_model)
-
-    def __repr__(self) -> str:
-        return repr(self._counted_model)
+        return self._inner.__reduce_ex__(protocol)
 
 
 def _counting(method, counts: Counts):

@@ -29,6 +29,7 @@ import torch
 from faithbench.benchmark.core.api import Batch
 from faithbench.benchmark.core.cost import FORWARD_METHODS
 from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.proxy import ModelProxy
 
 DEVICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
 PRECISIONS = ("fp32", "bf16")
@@ -122,15 +123,17 @@ class Placement:
 def place(model: Any, placement: Placement | None, *, force: bool = False) -> Any:
     """``model`` where ``placement`` says: itself on the CPU at fp32 (unless ``force``:
     the tests run the wrapper on the CPU), else behind ``OnDevice``. Idempotent."""
-    if unplaced(model) is not model or placement is None \
+    if getattr(model, "placement", None) is not None or placement is None \
             or (placement.default and not force):
         return model
     return OnDevice(model, placement)
 
 
 def unplaced(model: Any) -> Any:
-    """The model object itself, behind any ``OnDevice`` (and a proxy around that)."""
-    return getattr(model, "_placed_model", model)
+    """The model object itself, behind any ``OnDevice`` (and any proxy around that)."""
+    while isinstance(model, ModelProxy):  # type(), not __class__: proxies only
+        model = object.__getattribute__(model, "_inner")
+    return model
 
 
 def _to(value: Any, device: torch.device) -> Any:
@@ -159,19 +162,19 @@ def _back(value: Any) -> Any:
     return value
 
 
-class OnDevice:
+class OnDevice(ModelProxy):
     """The model on a device, seen from the CPU (see the module docstring). Every other
-    attribute is the model's own (``capabilities``, ``pad_id``, ``eval()``,
-    ``parameters()``, ``modules()`` ...), and ``isinstance(proxy, type(model))`` holds;
-    ``state_dict()`` is a CPU copy (weights hashes, checkpoints). Pickled, it is the
-    model and its placement: a plugin worker (a fresh process, never a fork) loads the
-    weights on the CPU and places them on the device itself."""
+    attribute is the model's own (``ModelProxy``: ``capabilities``, ``pad_id``,
+    ``eval()``, ``parameters()``, ``modules()`` ...); ``state_dict()`` is a CPU copy
+    (weights hashes, checkpoints). Pickled, it is the model and its placement: a plugin
+    worker (a fresh process, never a fork) loads the weights on the CPU and places them
+    on the device itself."""
 
-    __slots__ = ("__weakref__", "_device", "_placed_model", "_placement")
+    __slots__ = ("_device", "_placement")
 
     def __init__(self, model: Any, placement: Placement):
         device = torch.device(placement.device)
-        object.__setattr__(self, "_placed_model", model.to(device))
+        super().__init__(model.to(device))
         object.__setattr__(self, "_placement", placement)
         object.__setattr__(self, "_device", device)
 
@@ -179,13 +182,8 @@ class OnDevice:
     def placement(self) -> Placement:
         return self._placement
 
-    def __getattr__(self, name: str):
-        if name in OnDevice.__slots__:  # not set yet (an object made without __init__)
-            raise AttributeError(name)
-        value = getattr(self._placed_model, name)
-        if name in SURFACE and callable(value):
-            return self._across(value)
-        return value
+    def _wrapped(self, name: str, value: Any) -> Any:
+        return self._across(value) if name in SURFACE and callable(value) else value
 
     def _across(self, method):
         device, placement = self._device, self._placement
@@ -199,38 +197,25 @@ class OnDevice:
         return functools.update_wrapper(across, method, updated=())
 
     def __call__(self, *args, **kwargs):
-        return self._across(self._placed_model)(*args, **kwargs)
+        return self._across(self._inner)(*args, **kwargs)
 
     def state_dict(self, *args, **kwargs) -> dict:
         return {k: v.detach().to("cpu") for k, v in
-                self._placed_model.state_dict(*args, **kwargs).items()}
+                self._inner.state_dict(*args, **kwargs).items()}
 
     def to(self, *args, **kwargs):  # the placement decides where the weights are
         return self
 
     def train(self, mode: bool = True):  # the module's return ``self``: this proxy, not it
-        self._placed_model.train(mode)
+        self._inner.train(mode)
         return self
 
     def eval(self):
         return self.train(False)
 
-    def __setattr__(self, name: str, value) -> None:
-        setattr(self._placed_model, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        delattr(self._placed_model, name)
-
-    @property  # type: ignore[misc]
-    def __class__(self):  # isinstance(proxy, type of the model) holds
-        return type(self._placed_model)
-
     def __reduce_ex__(self, protocol):
-        return OnDevice, (self._placed_model, self._placement)
-
-    def __dir__(self):
-        return dir(self._placed_model)
+        return OnDevice, (self._inner, self._placement)
 
     def __repr__(self) -> str:
         return f"OnDevice({self._placement.device}, {self._placement.precision}): " \
-               f"{self._placed_model!r}"
+               f"{self._inner!r}"
