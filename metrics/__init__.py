@@ -25,6 +25,7 @@ from faithbench.metrics.loo import TAUCORR_LOO
 from faithbench.metrics.plausibility import (
     AUPRC,
     AVERAGE_PRECISION,
+    MEAN_RANK,
     R_PRECISION,
     TOKEN_F1,
     TOKEN_F1_MICRO,
@@ -53,6 +54,7 @@ REGISTRY.add(AVERAGE_PRECISION.spec.name, AVERAGE_PRECISION)
 REGISTRY.add(TOKEN_F1.spec.name, TOKEN_F1)
 REGISTRY.add(AUPRC.spec.name, AUPRC)
 REGISTRY.add(TOKEN_F1_MICRO.spec.name, TOKEN_F1_MICRO)
+REGISTRY.add(MEAN_RANK.spec.name, MEAN_RANK)
 REGISTRY.add(SEGMENT_SHARE.spec.name, SEGMENT_SHARE)
 REGISTRY.add(AER_METRIC.spec.name, AER_METRIC)
 REGISTRY.add(PRECISION_METRIC.spec.name, PRECISION_METRIC)

@@ -1,8 +1,8 @@
 """Plausibility: agreement of the explainer's scores with a reference rationale.
 
-Five metrics, all against the same binary reference R (the real tokens a human, or
-the generator of a synthetic task, marked); four per example, one (``token_f1_micro``)
-at corpus level. None makes a forward pass: these are *not* faithfulness metrics, and
+Six metrics, all against the same binary reference R (the real tokens a human, or
+the generator of a synthetic or shortcut task, marked); five per example, one
+(``token_f1_micro``) at corpus level. None makes a forward pass: these are *not* faithfulness metrics, and
 they are ranked in their own family, never mixed with faithfulness. Three of them are
 ERASER's definitions, under ERASER's names (``token_f1``, ``auprc``, version 2; and
 the pooled ``token_f1_micro``); two are the rank-based variants that
@@ -113,6 +113,20 @@ in expectation (a little more on short inputs), so compare values only at simila
 rationale densities. A reference covering every real token scores 1 for any
 explainer (ERASER drops such rows from AP; here the task decides, see above).
 
+Metric card: ``mean_rank``
+--------------------------
+Formula. Bastings et al.'s (2022) "mean rank", for ground truth planted in the data
+(``shortcut_*`` tasks): how deep the ranking must be read to hold all of R. With
+the tokens ranked as for ``average_precision``::
+
+    mean_rank(x) = max { i : rel_i = 1 }
+
+the 1-based place of R's last token; the summary is its mean over examples. Their
+"precision@k", k = the size of the shortcut, is ``r_precision``.
+
+Direction. Lower is better. Range [|R|, n]: |R| when R comes first, n when one of
+its tokens comes last. A random order gives |R| (n + 1) / (|R| + 1) in expectation.
+
 Metric card: ``auprc``
 ----------------------
 Formula. ERASER's ``_auprc``: scikit-learn's ``precision_recall_curve(R, scores)``
@@ -182,6 +196,8 @@ tensor([0.8000, 0.8000], dtype=torch.float64)
 tensor([0.6667, 0.6667], dtype=torch.float64)
 >>> average_precision(inp, granularity=None)
 tensor([0.8333, 0.8333], dtype=torch.float64)
+>>> mean_rank(inp, granularity=None)  # a: order 0, 3, 2, 1; b: all tied, order 0 1 2 3
+tensor([3., 3.], dtype=torch.float64)
 >>> auprc(inp, granularity=None)
 tensor([0.7917, 0.7500], dtype=torch.float64)
 
@@ -224,6 +240,11 @@ from faithbench.metrics.variants import GRANULARITIES, Candidates
 CITATION = (
     "DeYoung, Jain, Rajani, Lehman, Xiong, Socher & Wallace (2020). ERASER: A benchmark to "
     "evaluate rationalized NLP models. ACL 2020."
+)
+SHORTCUTS_CITATION = (
+    "Bastings, Ebert, Zablotskaia, Sandholm & Filippova (2022). \"Will You Find These "
+    "Shortcuts?\" A Protocol for Evaluating the Faithfulness of Input Salience Methods for "
+    "Text Classification. EMNLP 2022."
 )
 # rate · n within this of an integer counts as that integer (float noise in the rate)
 K_TOLERANCE = 1e-9
@@ -278,6 +299,17 @@ def r_precision(inp: MetricInput, *, granularity: str | None) -> torch.Tensor:
     top = top_k_mask(inp.scores, inp.batch.mask, k)  # (B, T)
     hits = (top & reference).sum(dim=1)
     return (hits.double() / k.double()).cpu()
+
+
+def mean_rank(inp: MetricInput, *, granularity: str | None) -> torch.Tensor:
+    """(B,) how deep the score ranking must be read to hold every token of R: the
+    1-based place of R's last token in the order (|R| at best, n at worst)."""
+    inp = by_unit("mean_rank", inp, granularity)
+    reference, _ = checked_reference("mean_rank", inp)
+    order = importance_order(inp.scores, inp.batch.mask)  # (B, T), padding last
+    rel = reference.gather(1, order)  # (B, T): True where the i-th ranked token is in R
+    place = torch.arange(1, rel.shape[1] + 1, device=rel.device).expand_as(rel)
+    return place.masked_fill(~rel, 0).amax(dim=1).double().cpu()
 
 
 def average_precision(inp: MetricInput, *, granularity: str | None) -> torch.Tensor:
@@ -383,16 +415,17 @@ def auprc(inp: MetricInput, *, granularity: str | None) -> torch.Tensor:
     return area.cumsum(dim=1)[:, -1].cpu()
 
 
-def _spec(name: str, version: str, params: tuple = (), aggregation=None) -> MetricSpec:
+def _spec(name: str, version: str, params: tuple = (), aggregation=None,
+          direction: str = "higher", citation: str = CITATION) -> MetricSpec:
     return MetricSpec(
         name=name,
         version=version,
-        direction="higher",
+        direction=direction,
         kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}),
         params=params,
         family="plausibility",
         needs_reference=True,
-        citation=CITATION,
+        citation=citation,
         aggregation=aggregation,
     )
 
@@ -406,6 +439,8 @@ AVERAGE_PRECISION = SimpleMetric(spec=_spec("average_precision", "2", UNIT),
                                  fn=average_precision)
 TOKEN_F1 = SimpleMetric(spec=_spec("token_f1", "3", (("k_frac", None), *UNIT)), fn=token_f1)
 AUPRC = SimpleMetric(spec=_spec("auprc", "3", UNIT), fn=auprc)
+MEAN_RANK = SimpleMetric(spec=_spec("mean_rank", "1", UNIT, direction="lower",
+                                    citation=SHORTCUTS_CITATION), fn=mean_rank)
 # corpus level: 2 Σ|S ∩ R| / (Σ|S| + Σ|R|), ERASER's "instance_micro" F1
 MICRO_F1 = Aggregation(stats=("hits", "selected", "reference"), numerator=(2.0, 0.0, 0.0),
                        denominator=(0.0, 1.0, 1.0))

@@ -19,6 +19,7 @@ from faithbench.benchmark.cli import (
     explain,
     leaderboard,
     list_verb,
+    meta_eval,
     predict,
     release,
     roar,
@@ -31,7 +32,7 @@ from faithbench.benchmark.cli import (
 from faithbench.benchmark.core.errors import FaithbenchError
 
 VERBS = (run, explain, score, align, predict, validate, submit, leaderboard, compare, site,
-         release, roar, agreement, list_verb)
+         release, roar, agreement, meta_eval, list_verb)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,538 @@
+"""Meta-evaluation: on models whose evidence is known, which explainer finds it, and
+does each faithfulness metric rank the explainers the way the truth does?
+
+A ground-truth model is one whose test examples carry a ``reference`` that marks the
+tokens the model must use: the shortcut tasks (``shortcut_single``, ``shortcut_pair``,
+Bastings et al. 2022) and the synthetic task's planted rationales. Beside the
+explainers under test, two oracles are scored on every model: ``ground_truth`` (the
+reference tokens first: the ceiling) and ``inverted_ground_truth`` (them last: a
+deliberately wrong explainer). A ground truth orders only its own tokens, so both
+oracles are the ``random`` explainer's scores (uniform in [0, 1)) with 1 added to the
+reference tokens, or 1 taken away: each differs from ``random``, which is scored too,
+only in where the truth is.
+
+Three tables come out of one values file (``<out>/meta_eval/values.jsonl``: every
+example's value of every (model, explainer, metric), appended as computed, so an
+interrupted run resumes where it stopped):
+
+1. ``explainer_table``: per ground-truth model, each explainer's precision@k
+   (``r_precision``, k = |reference|) and ``mean_rank``, the paper's two measures,
+   with the 95 % interval over seeds and examples (``core.stats.seed_estimate``), and
+   the model's reliance on its shortcut (``reliance``).
+2. ``metric_table``: per (metric, ground-truth task): is ``ground_truth`` ranked first
+   and ``inverted_ground_truth`` last (the per-example gap to the runner-up / the
+   second-worst, with its interval: "yes" when it excludes 0 the right way, "no" the
+   wrong way, "tie" otherwise), the Kendall τ-b between the metric's ranking of all
+   explainers and their precision@k ranking (pooled over seeds; the per-seed range
+   beside it), and, for an erasure metric, the share of explainer pairs whose order
+   flips between the ``delete`` and ``mask`` erasers.
+3. ``agreement_table`` (``metric_agreement``): Kendall τ-b between two metrics'
+   rankings of the explainers, per seed, from any run's results: which metrics
+   measure the same thing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from faithbench.benchmark.core import stats
+from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.files import content_hash
+from faithbench.benchmark.core.records import append_jsonl, read_jsonl
+
+GROUND_TRUTH, INVERTED = "ground_truth", "inverted_ground_truth"
+ORACLES = (GROUND_TRUTH, INVERTED)
+TRUTH_MEASURES = ("r_precision", "mean_rank")  # precision@k and mean rank
+VALUES = "values.jsonl"
+
+
+def oracle_scores(name: str, references: Iterable[Sequence[bool] | None],
+                  random: Sequence[Sequence[float]]) -> list[list[float]]:
+    """The oracles' scores of examples with these references, from the ``random``
+    explainer's scores of them (in [0, 1)): 1 added (ground truth) or taken away
+    (inverted) on reference tokens.
+
+    >>> oracle_scores(INVERTED, [(False, True, True)], [[0.5, 0.25, 0.75]])
+    [[0.5, -0.75, -0.25]]
+    """
+    sign = {GROUND_TRUTH: 1.0, INVERTED: -1.0}[name]
+    return [[s + sign * float(r) for s, r in zip(scores, ref or (), strict=True)]
+            for ref, scores in zip(references, random, strict=True)]
+
+
+def with_truth(examples) -> list:
+    """The examples whose reference marks at least one token: the only ones with a
+    ground truth (a shortcut task's test split and the synthetic task: all of them)."""
+    return [e for e in examples if e.reference is not None and any(e.reference)]
+
+
+# -- the values file ---------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    """One ground-truth model: task id, seed, weights hash and the examples scored."""
+
+    task: str
+    seed: int
+    checkpoint: str
+    selection: str
+
+    @property
+    def key(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def done_keys(path: Path) -> set[str]:
+    """The row keys already in the values file (a resumed run skips them)."""
+    return {row["key"] for row in read_jsonl(path)} if path.exists() else set()
+
+
+def row_key(model: Model, explainer: str, metric: str) -> str:
+    return content_hash({**model.key, "explainer": explainer, "metric": metric})
+
+
+def write_values(path: Path, model: Model, explainer: str, metric: str, direction: str,
+                 ids: Sequence[str], values: Sequence[float]) -> None:
+    append_jsonl(path, {"kind": "values", "key": row_key(model, explainer, metric),
+                        **model.key, "explainer": explainer, "metric": metric,
+                        "direction": direction, "ids": list(ids),
+                        "values": [None if math.isnan(v) else float(v) for v in values]})
+
+
+def write_reliance(path: Path, model: Model, row: dict) -> None:
+    append_jsonl(path, {"kind": "reliance", "key": row_key(model, "-", "reliance"),
+                        **model.key, **row})
+
+
+@dataclasses.dataclass
+class Values:
+    """The values file read back: {(task, metric, explainer): {seed: (ids, values)}}."""
+
+    rows: dict
+    direction: dict
+    reliance: list
+
+    @classmethod
+    def read(cls, path: Path) -> Values:
+        if not path.exists():
+            raise InputError(f"{path}: no meta-evaluation values here (run `faithbench "
+                             "meta-eval` with this --out first)")
+        rows, direction, reliance = {}, {}, []
+        for row in read_jsonl(path):
+            if row["kind"] == "reliance":
+                reliance.append(row)
+                continue
+            values = np.array([np.nan if v is None else v for v in row["values"]], float)
+            rows.setdefault((row["task"], row["metric"], row["explainer"]), {})[row["seed"]] = (
+                tuple(row["ids"]), values)
+            direction[row["metric"]] = row["direction"]
+        return cls(rows, direction, reliance)
+
+    def tasks(self) -> list[str]:
+        return list(dict.fromkeys(t for t, _, _ in self.rows))
+
+    def metrics(self, task: str) -> list[str]:
+        return list(dict.fromkeys(m for t, m, _ in self.rows if t == task))
+
+    def explainers(self, task: str, metric: str) -> list[str]:
+        return [e for t, m, e in self.rows if t == task and m == metric]
+
+    def measure(self, task: str, name: str) -> str | None:
+        """The id of ground-truth measure ``name`` (``r_precision``) in ``task``'s rows."""
+        return next((m for m in self.metrics(task) if base_name(m) == name), None)
+
+    def matrix(self, task: str, metric: str, explainer: str) -> tuple[list[int], np.ndarray]:
+        """(seeds, (S, N) values) of one explainer, examples in the first seed's order."""
+        by_seed = self.rows[(task, metric, explainer)]
+        seeds = sorted(by_seed)
+        ids = by_seed[seeds[0]][0]
+        for s in seeds:
+            if by_seed[s][0] != ids:
+                raise InputError(f"meta-eval values of {task} {metric} {explainer}: seed {s} "
+                                 "scored other examples than seed {seeds[0]}; use the same "
+                                 "--limit/--sample for every seed")
+        return seeds, np.stack([by_seed[s][1] for s in seeds])
+
+
+# -- tables ------------------------------------------------------------------------------
+
+
+def base_name(ref: str) -> str:
+    """``aopc_morf[eraser=mask;k_max=10]@1`` -> ``aopc_morf``."""
+    return ref.split("[")[0].split("@")[0]
+
+
+def sign_of(direction: str) -> float:
+    """+1 where higher is better, −1 where lower is."""
+    if direction not in ("higher", "lower"):
+        raise InputError(f"meta-eval ranks explainers by a metric with a direction; got "
+                         f"{direction!r}")
+    return 1.0 if direction == "higher" else -1.0
+
+
+def interval(matrix: np.ndarray) -> dict:
+    """Mean and 95 % interval over seeds and examples of a (S, N) matrix; the examples
+    undefined on any seed (NaN) are left out and counted."""
+    keep = np.isfinite(matrix).all(axis=0)
+    if not keep.any():
+        return {"mean": None, "ci_low": None, "ci_high": None, "n": 0,
+                "undefined": int(matrix.shape[1])}
+    e = stats.seed_estimate(matrix[:, keep])
+    return {"mean": e.mean, "ci_low": e.ci_low, "ci_high": e.ci_high, "n": e.n,
+            "undefined": int((~keep).sum()), "seed_means": list(e.seed_means)}
+
+
+def explainer_table(values: Values) -> list[dict]:
+    """One row per (ground-truth task, explainer): precision@k and mean rank."""
+    rows = []
+    for task in values.tasks():
+        precision = values.measure(task, TRUTH_MEASURES[0])
+        for explainer in values.explainers(task, precision) if precision else ():
+            row = {"task": task, "explainer": explainer}
+            for name in TRUTH_MEASURES:
+                measure = values.measure(task, name)
+                if (task, measure, explainer) in values.rows:
+                    assert measure is not None
+                    seeds, m = values.matrix(task, measure, explainer)
+                    row[name] = interval(m)
+                    row["seeds"] = seeds
+            rows.append(row)
+    return rows
+
+
+def reliance_table(values: Values) -> list[dict]:
+    """The reliance checks of every model, one row per (task, seed)."""
+    return sorted(values.reliance, key=lambda r: (r["task"], r["seed"]))
+
+
+def _means(values: Values, task: str, metric: str, explainers: Sequence[str],
+           seed: int | None = None) -> np.ndarray:
+    """Each explainer's mean (over seeds and examples, or one seed), signed so that
+    higher is better."""
+    sign = sign_of(values.direction[metric])
+    out = []
+    for e in explainers:
+        seeds, m = values.matrix(task, metric, e)
+        rows = m if seed is None else m[[seeds.index(seed)]]
+        out.append(sign * float(np.nanmean(rows)))
+    return np.array(out)
+
+
+def kendall(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Kendall τ-b of two rankings (None where either is constant).
+
+    >>> kendall([1, 2, 3], [10, 20, 30]), kendall([1, 2, 3], [3, 2, 1])
+    (1.0, -1.0)
+    """
+    from scipy.stats import kendalltau
+
+    tau = kendalltau(a, b, variant="b").statistic
+    return None if tau is None or math.isnan(tau) else float(tau)
+
+
+def _gap(values: Values, task: str, metric: str, best: str, other: str) -> dict:
+    """Interval of the per-example gap best − other (signed: > 0 = best is better)."""
+    sign = sign_of(values.direction[metric])
+    _, a = values.matrix(task, metric, best)
+    _, b = values.matrix(task, metric, other)
+    gap = interval(sign * (a - b))
+    low, high = gap["ci_low"], gap["ci_high"]
+    gap["verdict"] = ("n/a" if low is None else "yes" if low > 0 else "no" if high < 0
+                      else "tie")
+    gap["against"] = other
+    return gap
+
+
+def eraser_pair(metric: str) -> str | None:
+    """The id of the same metric with the other eraser (delete <-> mask), if it has one.
+
+    >>> eraser_pair("aopc_morf[eraser=delete;k_max=10]@1")
+    'aopc_morf[eraser=mask;k_max=10]@1'
+    """
+    for a, b in (("eraser=delete", "eraser=mask"), ("eraser=mask", "eraser=delete")):
+        if a in metric:
+            return metric.replace(a, b)
+    return None
+
+
+def pair_flips(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Share of item pairs ordered one way by ``x`` and the other by ``y`` (a pair tied
+    in either counts as no flip).
+
+    >>> pair_flips([1, 2, 3], [1, 3, 2])  # of 3 pairs, (2, 3) flips
+    0.3333333333333333
+    """
+    pairs = list(itertools.combinations(range(len(x)), 2))
+    if not pairs:
+        return None
+    flips = sum((x[i] - x[j]) * (y[i] - y[j]) < 0 for i, j in pairs)
+    return flips / len(pairs)
+
+
+def metric_table(values: Values) -> list[dict]:
+    """One row per (faithfulness metric, ground-truth task): does the metric recover
+    the known ranking (module docstring)."""
+    rows = []
+    for task in values.tasks():
+        precision = values.measure(task, TRUTH_MEASURES[0])
+        if precision is None:
+            continue
+        truth_explainers = values.explainers(task, precision)
+        for metric in values.metrics(task):
+            if base_name(metric) in TRUTH_MEASURES:
+                continue
+            explainers = [e for e in values.explainers(task, metric) if e in truth_explainers]
+            if not set(ORACLES) <= set(explainers) or len(explainers) < 3:
+                continue
+            means = _means(values, task, metric, explainers)
+            truth = _means(values, task, precision, explainers)
+            others = [e for e in explainers if e not in ORACLES]
+            by_mean = dict(zip(explainers, means))
+            runner_up = max((e for e in explainers if e != GROUND_TRUTH), key=by_mean.get)
+            second_worst = min((e for e in explainers if e != INVERTED), key=by_mean.get)
+            seeds, _ = values.matrix(task, metric, GROUND_TRUTH)
+            per_seed = [kendall(_means(values, task, metric, explainers, s),
+                                _means(values, task, precision, explainers, s))
+                        for s in seeds]
+            row = {"task": task, "metric": metric, "explainers": len(explainers),
+                   "ground_truth_first": _gap(values, task, metric, GROUND_TRUTH, runner_up),
+                   "inverted_last": _gap(values, task, metric, second_worst, INVERTED),
+                   "tau": kendall(means, truth),
+                   "tau_seeds": [t for t in per_seed if t is not None],
+                   "tau_real": kendall([by_mean[e] for e in others],
+                                       [truth[explainers.index(e)] for e in others])
+                   if len(others) >= 2 else None,
+                   "rank_of_truth": 1 + int(sum(m > by_mean[GROUND_TRUTH] for m in means))}
+            other = eraser_pair(metric)
+            if other is not None and (task, other, GROUND_TRUTH) in values.rows:
+                shared = [e for e in explainers if (task, other, e) in values.rows]
+                row["eraser_flips"] = pair_flips(
+                    _means(values, task, metric, shared), _means(values, task, other, shared))
+            rows.append(row)
+    return rows
+
+
+# -- computing the values ----------------------------------------------------------------
+
+
+def default_metrics(kind: str) -> list:
+    """Every faithfulness metric that runs without retraining, and each erasure metric
+    again with the ``mask`` eraser (its default is ``delete``)."""
+    from faithbench import metrics as registry
+
+    chosen = [m for m in registry.default_metrics(kind, has_reference=False)
+              if m.spec.family == "faithfulness"]
+    masked = [registry.with_params(m, eraser="mask") for m in chosen
+              if m.spec.param("eraser") == "delete"]
+    return chosen + masked
+
+
+def reliance(session) -> dict:
+    """How much the model relies on the reference tokens: its accuracy on every
+    labelled split (a shortcut task's agree / contradict / clean splits among them),
+    and the share of the scored examples whose prediction changes when their
+    reference tokens are deleted."""
+    examples = session.examples
+    stripped = [dataclasses.replace(e, tokens=tuple(t for t, r in zip(e.tokens, e.reference)
+                                                    if not r),
+                                    words=None if e.words is None else _kept_words(e),
+                                    reference=None)
+                for e in examples]
+    if any(not e.tokens for e in stripped):
+        raise InputError("meta-eval: an example is all reference tokens; deleting them "
+                         "leaves nothing to classify")
+    before = session.base_probs.argmax(dim=-1)
+    after = session.on(stripped).base_probs.argmax(dim=-1)
+    labels = np.array([e.label for e in examples])
+    return {"accuracy": dict(session.prepared.accuracy),
+            "scored_accuracy": float((before.numpy() == labels).mean()),
+            "flip_when_deleted": float((before != after).float().mean()),
+            "n": len(examples)}
+
+
+def _kept_words(e) -> tuple[int, ...]:
+    """Word indices of the pieces left once the reference pieces are deleted,
+    renumbered from 0 (a reference marks whole words: all pieces of a word)."""
+    kept = [w for w, r in zip(e.words, e.reference) if not r]
+    renumber = {w: i for i, w in enumerate(dict.fromkeys(kept))}
+    return tuple(renumber[w] for w in kept)
+
+
+def evaluate(config) -> tuple[Path, list]:
+    """Score every explainer (and the two oracles) with every metric (``config.metrics``,
+    default ``default_metrics``) on each ground-truth model of ``config`` (tasks x
+    seeds), appending each (model, explainer,
+    metric)'s per-example values to ``<out>/meta_eval/values.jsonl``; rows already
+    there are not computed again. Returns (that path, plugin failures)."""
+    from faithbench import metrics as registry
+    from faithbench import submissions
+    from faithbench import tasks as task_registry
+    from faithbench.benchmark.core.errors import PluginError
+    from faithbench.benchmark.runner import (
+        check_explainer,
+        record_failure,
+        resolve_explainer,
+        serviceable,
+    )
+    from faithbench.benchmark.session import confinement, open_session
+    from faithbench.leaderboard.suite import selection_label
+
+    refs = list(dict.fromkeys(config.explainers or submissions.REFERENCE))
+    base = submissions.get_explainer("random")  # the oracles' tie-free base
+    for ref in refs:  # a typo stops here, before any model is prepared
+        check_explainer(ref)
+    asked = [registry.resolve(m) for m in config.metrics]
+    for name in config.tasks:
+        spec = task_registry.get_task(name).spec
+        if not spec.has_reference:
+            raise InputError(f"meta-eval needs a task with ground truth (a reference on its "
+                             f"test examples): {name} has none; use shortcut_single, "
+                             "shortcut_pair or synthetic")
+    out = Path(config.out)
+    path = out / "meta_eval" / VALUES
+    path.parent.mkdir(parents=True, exist_ok=True)
+    done, failures = done_keys(path), []
+    truth = [registry.get_metric(m) for m in TRUTH_MEASURES]
+    for name in config.tasks:
+        for seed in config.seeds:
+            session = open_session(name, config, seed)
+            examples = with_truth(session.examples)
+            if not examples:
+                raise InputError(f"meta-eval: no example of {session.spec.id} "
+                                 f"{session.split} has a ground truth (reference)")
+            if len(examples) < len(session.examples):
+                session = session.on(examples)
+            model = Model(session.spec.id, seed, session.prepared.checkpoint,
+                          selection_label(config.as_dict()))
+            if row_key(model, "-", "reliance") not in done:
+                write_reliance(path, model, reliance(session))
+            metrics = truth + (asked or default_metrics(session.spec.kind))
+            metrics = session.applicable(metrics)
+            loaded = []
+            for ref in refs:
+                try:
+                    loaded.append(resolve_explainer(ref, confinement(config)))
+                except PluginError as exc:
+                    failures.append(record_failure(out, exc, session.spec.id, ref, seed))
+            if not config.explainers:
+                loaded = serviceable(loaded, session.prepared.model, session.spec.id)
+            for explainer in [*loaded, *ORACLES]:
+                label = explainer if isinstance(explainer, str) else explainer.spec.id
+                todo = [m for m in metrics if row_key(model, label, m.spec.id) not in done]
+                if not todo:
+                    continue
+                try:
+                    scores = (oracle_scores(explainer, [e.reference for e in session.examples],
+                                            session.explain(base).scores)
+                              if isinstance(explainer, str) else session.explain(explainer).scores)
+                except PluginError as exc:
+                    failures.append(record_failure(out, exc, session.spec.id, label, seed))
+                    continue
+                for metric in todo:
+                    scored = session.score(metric, scores, explainer=None
+                                           if isinstance(explainer, str) else explainer)
+                    write_values(path, model, label, metric.spec.id, metric.spec.direction,
+                                 scored.ids, scored.values.tolist())
+    return path, failures
+
+
+# -- rendering ---------------------------------------------------------------------------
+
+
+def _num(v, fmt=".3f") -> str:
+    return "n/a" if v is None else format(v, fmt)
+
+
+def _ci(e: dict | None, fmt=".3f") -> str:
+    if not e or e.get("mean") is None:
+        return "n/a"
+    return f"{_num(e['mean'], fmt)} [{_num(e['ci_low'], fmt)}, {_num(e['ci_high'], fmt)}]"
+
+
+def short(explainer_or_metric: str) -> str:
+    """A name without its version and default-looking parameters, for table cells:
+    the metric's eraser stays (it is what the table compares).
+
+    >>> short("aopc_morf[eraser=mask;k_max=10]@1"), short("gradient[norm=l2]@1")
+    ('aopc_morf (mask)', 'gradient')
+    """
+    name = base_name(explainer_or_metric)
+    for eraser in ("mask", "pad", "retokenize"):
+        if f"eraser={eraser}" in explainer_or_metric and "[" in explainer_or_metric:
+            return f"{name} ({eraser})"
+    return name
+
+
+def render(values: Values, tablefmt: str = "github") -> str:
+    """The three tables (explainers, reliance, metrics) as text."""
+    from faithbench.leaderboard.render import safe_table
+
+    parts = []
+    ex = explainer_table(values)
+    tasks = values.tasks()
+    names = list(dict.fromkeys(r["explainer"] for r in ex))
+    cell = {(r["task"], r["explainer"]): r for r in ex}
+    rows = []
+    for name in names:
+        row = [short(name) if sum(short(n) == short(name) for n in names) == 1 else name]
+        for task in tasks:
+            r = cell.get((task, name), {})
+            row += [_ci(r.get("r_precision")), _ci(r.get("mean_rank"), ".2f")]
+        rows.append(row)
+    rows.sort(key=lambda r: -float(r[1].split()[0]) if r[1] != "n/a" else 0.0)
+    headers = ["explainer"] + [h for t in tasks for h in (f"{t} precision@k ↑",
+                                                          f"{t} mean rank ↓")]
+    parts.append("Explainers against the ground truth (mean [95 % CI over seeds and "
+                 "examples])\n\n" + safe_table(rows, headers, tablefmt=tablefmt,
+                                                 disable_numparse=True))
+    rel = reliance_table(values)
+    if rel:
+        splits = list(dict.fromkeys(s for r in rel for s in r["accuracy"]))
+        parts.append("Reliance on the ground truth (accuracy per split; flips = share of "
+                     "scored predictions that change when the reference tokens are "
+                     "deleted)\n\n" + safe_table(
+                         [[r["task"], r["seed"], *(_num(r["accuracy"].get(s)) for s in splits),
+                           _num(r["flip_when_deleted"]), r["n"]] for r in rel],
+                         ["task", "seed", *splits, "flips", "n"], tablefmt=tablefmt,
+                         disable_numparse=True))
+    mt = metric_table(values)
+    if mt:
+        metrics = list(dict.fromkeys(r["metric"] for r in mt))
+        by = {(r["task"], r["metric"]): r for r in mt}
+        rows = []
+        for metric in metrics:
+            row = [short(metric)]
+            for task in tasks:
+                r = by.get((task, metric))
+                if r is None:
+                    row += ["n/a"] * 4
+                    continue
+                row += [_verdict(r["ground_truth_first"]), _verdict(r["inverted_last"]),
+                        _tau(r), _num(r.get("eraser_flips"), ".2f")]
+            rows.append(row)
+        headers = ["metric"] + [h for t in tasks for h in (
+            f"{t}: truth 1st", "inverted last", "τ vs truth", "delete↔mask flips")]
+        parts.append("Metrics against the ground truth: is ground_truth ranked first and "
+                     "inverted_ground_truth last (gap to the runner-up, 95 % CI: yes / no / "
+                     "tie), Kendall τ-b of the metric's explainer ranking with the "
+                     "precision@k ranking [range over seeds], and the share of explainer "
+                     "pairs ordered the other way with the other eraser\n\n"
+                     + safe_table(rows, headers, tablefmt=tablefmt, disable_numparse=True))
+    return "\n\n".join(parts)
+
+
+def _verdict(gap: dict) -> str:
+    return f"{gap['verdict']} ({_num(gap['mean'], '+.3f')})"
+
+
+def _tau(row: dict) -> str:
+    seeds = row["tau_seeds"]
+    spread = f" [{min(seeds):.2f}, {max(seeds):.2f}]" if len(seeds) > 1 else ""
+    return _num(row["tau"], ".2f") + spread
