@@ -1,0 +1,225 @@
+"""Ground truth for explainers and metrics: the shortcut tasks' data (planted tokens,
+labels, reliance splits), the oracles' scores, the meta-evaluation tables against
+hand-made values, and `faithbench meta-eval` end to end (offline on the synthetic
+task; on a BiLSTM that learned an SST-2 shortcut where ../shared/data is present)."""
+
+import random
+from itertools import combinations
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau
+
+from faithbench.benchmark import meta_eval
+from faithbench.benchmark.cli import main
+from faithbench.benchmark.core.api import Example
+from faithbench.benchmark.core.records import read_jsonl
+from faithbench.tasks import shortcut
+
+FAST = ["--limit", "24", "--batch-size", "8", "--no-progress"]
+
+
+def _sst(n: int, split: str) -> list[Example]:
+    rng = random.Random(split)
+    return [Example(f"{split}-{i}", tuple(f"w{rng.randrange(50)}" for _ in range(rng.randint(3, 9))),
+                    rng.randrange(2)) for i in range(n)]
+
+
+@pytest.mark.parametrize("kind", shortcut.KINDS)
+def test_shortcut_data_plants_the_label_deciding_tokens(kind):
+    splits = {"train": _sst(2000, "train"), "validation": _sst(300, "validation"),
+              "test": _sst(200, "test")}
+    out = shortcut.with_shortcuts(kind, splits)
+    planted = [e for e in out["train"] if e.reference is not None]
+    assert abs(len(planted) / 2000 - shortcut.RATE) < 0.03  # the share the protocol fixes
+    size = 1 if kind == "single" else 2
+    for name in ("train", "validation", "test", "test_agree", "test_contradict"):
+        for e in (e for e in out[name] if e.reference is not None):
+            marked = [t for t, r in zip(e.tokens, e.reference) if r]
+            assert sorted(marked) == sorted(t for t in e.tokens if t in shortcut.TOKENS)
+            assert len(marked) == size
+            assert shortcut.shortcut_label(e.tokens, kind) == e.label  # the shortcut decides
+    for name in ("test", "test_agree", "test_contradict"):
+        assert all(e.reference is not None for e in out[name])
+        assert [e.id for e in out[name]] == [e.id for e in splits["test"]]
+    original = {e.id: e.label for e in splits["test"]}
+    assert all(e.label == original[e.id] for e in out["test_agree"])
+    assert all(e.label != original[e.id] for e in out["test_contradict"])
+    assert out["test_clean"] == [e for e in splits["test"]]
+    # without the shortcut, the sentence and its label are kept
+    by_id = {e.id: e for e in splits["train"]}
+    for e in (e for e in out["train"] if e.reference is None):
+        assert e.label == by_id[e.id].label
+        extra = [t for t in e.tokens if t in shortcut.TOKENS]
+        # the pair task gives one of its two tokens to every other example: alone it says nothing
+        assert len(extra) == (1 if kind == "pair" else 0)
+    if kind == "pair":
+        alone = [e for e in out["train"] if e.reference is None]
+        for token in shortcut.TOKENS:
+            with_token = [e.label for e in alone if token in e.tokens]
+            assert 0.35 < np.mean(with_token) < 0.65
+    assert shortcut.with_shortcuts(kind, splits) == out  # deterministic
+
+
+def test_pair_order_decides_the_label():
+    for label in (0, 1):
+        for seed in range(20):
+            tokens, ref = shortcut.plant(("a", "b", "c"), label, "pair", random.Random(seed))
+            first = min(tokens.index(t) for t in shortcut.TOKENS)
+            assert tokens[first] == shortcut.TOKENS[label]
+            assert [tokens[i] for i, r in enumerate(ref) if r] == [
+                shortcut.TOKENS[label], shortcut.TOKENS[1 - label]]
+
+
+def test_oracles_put_the_truth_first_and_last():
+    refs = [(False, True, False, True)]
+    base = [[0.9, 0.1, 0.5, 0.3]]
+    gt = meta_eval.oracle_scores(meta_eval.GROUND_TRUTH, refs, base)[0]
+    inv = meta_eval.oracle_scores(meta_eval.INVERTED, refs, base)[0]
+    assert sorted(range(4), key=lambda i: -gt[i])[:2] == [3, 1]
+    assert sorted(range(4), key=lambda i: -inv[i])[2:] == [3, 1]
+    assert sorted(range(4), key=lambda i: -gt[i])[2:] == [0, 2]  # the rest: random's order
+
+
+def _values(tmp_path, table: dict, seeds=(0, 1), n=5, erasers=True):
+    """A values file where explainer e has the per-example values ``table[metric][e]``
+    (a constant, or a list of n) on every seed."""
+    path = tmp_path / "values.jsonl"
+    for seed in seeds:
+        model = meta_eval.Model("t@1", seed, "c", "all")
+        for metric, by_explainer in table.items():
+            direction = "lower" if metric.startswith(("mean_rank", "suff")) else "higher"
+            for e, v in by_explainer.items():
+                values = v if isinstance(v, list) else [v] * n
+                meta_eval.write_values(path, model, e, metric, direction,
+                                       [f"x{i}" for i in range(n)], values)
+    return meta_eval.Values.read(path)
+
+
+def test_metric_table_verdicts_tau_and_eraser_flips(tmp_path):
+    truth = {"ground_truth": 1.0, "a": 0.8, "b": 0.5, "random": 0.2, "inverted_ground_truth": 0.0}
+    good = {"ground_truth": 0.9, "a": 0.7, "b": 0.4, "random": 0.1, "inverted_ground_truth": -0.2}
+    # the mask eraser swaps a and b, and ranks the truth below a
+    masked = {"ground_truth": 0.5, "a": 0.6, "b": 0.7, "random": 0.1, "inverted_ground_truth": -0.2}
+    values = _values(tmp_path, {"r_precision@2": truth, "m[eraser=delete]@1": good,
+                                "m[eraser=mask]@1": masked})
+    rows = {r["metric"]: r for r in meta_eval.metric_table(values)}
+    d, m = rows["m[eraser=delete]@1"], rows["m[eraser=mask]@1"]
+    assert d["ground_truth_first"]["verdict"] == "yes"
+    assert d["ground_truth_first"]["against"] == "a"
+    assert d["ground_truth_first"]["mean"] == pytest.approx(0.2)
+    assert d["inverted_last"]["verdict"] == "yes" and d["tau"] == pytest.approx(1.0)
+    assert m["ground_truth_first"]["verdict"] == "no"
+    assert m["ground_truth_first"]["mean"] == pytest.approx(-0.2)  # 0.5 - b's 0.7
+    order = list(truth)
+    expected_tau = kendalltau([truth[e] for e in order], [masked[e] for e in order]).statistic
+    assert m["tau"] == pytest.approx(expected_tau)
+    flips = sum((good[x] - good[y]) * (masked[x] - masked[y]) < 0
+                for x, y in combinations(order, 2)) / 10
+    assert d["eraser_flips"] == pytest.approx(flips) == pytest.approx(0.3)
+    assert m["rank_of_truth"] == 3
+
+
+def test_a_lower_is_better_metric_is_read_the_right_way(tmp_path):
+    truth = {"ground_truth": 1.0, "a": 0.5, "inverted_ground_truth": 0.0}
+    suff = {"ground_truth": 0.1, "a": 0.2, "inverted_ground_truth": 0.4}
+    rows = meta_eval.metric_table(_values(tmp_path, {"r_precision@2": truth, "suff@1": suff}))
+    assert rows[0]["ground_truth_first"]["verdict"] == "yes"
+    assert rows[0]["inverted_last"]["verdict"] == "yes" and rows[0]["tau"] == pytest.approx(1)
+
+
+def test_a_gap_within_noise_is_a_tie(tmp_path):
+    rng = np.random.default_rng(0)
+    noise = lambda: list(rng.normal(0, 1, 40))  # noqa: E731
+    truth = {"ground_truth": 1.0, "a": 0.5, "inverted_ground_truth": 0.0}
+    values = _values(tmp_path, {"r_precision@2": truth,
+                                "m@1": {"ground_truth": noise(), "a": noise(),
+                                        "inverted_ground_truth": noise()}}, n=40)
+    row = meta_eval.metric_table(values)[0]
+    assert row["ground_truth_first"]["verdict"] == "tie"
+
+
+def test_explainer_table_interval_is_the_seed_interval(tmp_path):
+    per_seed = {0: [1.0, 0.0, 1.0, 1.0], 1: [0.0, 0.0, 1.0, 1.0]}
+    path = tmp_path / "values.jsonl"
+    for seed, v in per_seed.items():
+        model = meta_eval.Model("t@1", seed, "c", "all")
+        meta_eval.write_values(path, model, "g", "r_precision@2", "higher", list("abcd"), v)
+    row = meta_eval.explainer_table(meta_eval.Values.read(path))[0]
+    from faithbench.benchmark.core.stats import seed_estimate
+
+    e = seed_estimate([per_seed[0], per_seed[1]])
+    assert row["r_precision"]["mean"] == pytest.approx(0.625)
+    assert (row["r_precision"]["ci_low"], row["r_precision"]["ci_high"]) == (e.ci_low, e.ci_high)
+
+
+def test_meta_eval_on_synthetic_end_to_end_and_resumes(tmp_path, capsys, one_thread):
+    out = tmp_path / "out"
+    args = ["meta-eval", "--explainers", "occlusion", "random", "--metrics", "aopc_morf",
+            "aopc_morf[eraser=mask]", "sufficiency", "--out", str(out), *FAST]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    path = out / "meta_eval" / "values.jsonl"
+    rows = read_jsonl(path)
+    values = [r for r in rows if r["kind"] == "values"]
+    # 4 explainers (2 + the oracles) x (3 metrics + 2 truth measures)
+    assert len(values) == 4 * 5 and len({r["key"] for r in values}) == 20
+    by = {(r["explainer"], r["metric"].split("[")[0].split("@")[0]): r for r in values}
+    # the oracles against the truth, by construction
+    assert set(by[("ground_truth", "r_precision")]["values"]) == {1.0}
+    assert set(by[("inverted_ground_truth", "r_precision")]["values"]) == {0.0}
+    # mean rank: |R| for the truth first, n for the truth last (one example at a time)
+    from faithbench.tasks.synthetic import generate
+
+    examples = generate("test", 24, 0)
+    assert by[("ground_truth", "mean_rank")]["values"] == [float(sum(e.reference))
+                                                           for e in examples]
+    assert by[("inverted_ground_truth", "mean_rank")]["values"] == [float(len(e.tokens))
+                                                                    for e in examples]
+    assert "precision@k" in text and "truth 1st" in text and "occlusion" in text
+    reliance = [r for r in rows if r["kind"] == "reliance"][0]
+    assert reliance["n"] == 24 and 0 <= reliance["flip_when_deleted"] <= 1
+    # resumed: nothing computed again, nothing duplicated
+    assert main(args) == 0
+    assert len(read_jsonl(path)) == len(rows)
+    # interrupted after 7 rows: the rest is computed, the first 7 are kept as they were
+    path.write_text("".join(line + "\n" for line in path.read_text().splitlines()[:7])
+                    + '{"kind": "val')
+    assert main(args) == 0
+    again = read_jsonl(path)
+    assert len(again) == len(rows)
+    first = {r["key"]: r.get("values") for r in rows}
+    assert {r["key"] for r in again} == set(first)
+    for r in again:  # recomputed rows: the same up to float32 rounding of other batches
+        assert r.get("values") == pytest.approx(first[r["key"]], abs=1e-6)
+    # tables from the file alone
+    capsys.readouterr()
+    assert main(["meta-eval", "--tables-only", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.split("values:")[0] == text.split("values:")[0]
+
+
+def test_meta_eval_refuses_a_task_without_ground_truth(tmp_path, capsys):
+    assert main(["meta-eval", "--tasks", "alignment", "--out", str(tmp_path), *FAST]) == 2
+    assert "ground truth" in capsys.readouterr().err
+
+
+def test_tables_only_without_values_names_the_file(tmp_path, capsys):
+    assert main(["meta-eval", "--tables-only", "--out", str(tmp_path)]) == 2
+    assert "values.jsonl" in capsys.readouterr().err
+
+
+def test_bilstm_learns_the_sst2_shortcut_and_the_truth_is_found(shared_data, tmp_path, capsys,
+                                                                one_thread):
+    out = tmp_path / "out"
+    assert main(["meta-eval", "--tasks", "shortcut_single", "--data-dir", str(shared_data),
+                 "--train-limit", "2000", "--epochs", "2", "--explainers", "gradient_x_input",
+                 "random", "--metrics", "comprehensiveness", "--out", str(out), *FAST]) == 0
+    rows = read_jsonl(out / "meta_eval" / "values.jsonl")
+    reliance = [r for r in rows if r["kind"] == "reliance"][0]
+    # the model relies on the shortcut: right by the shortcut even against the sentence
+    assert reliance["accuracy"]["test_contradict"] > 0.9
+    assert reliance["accuracy"]["test"] > 0.9 and reliance["flip_when_deleted"] > 0.2
+    precision = {r["explainer"].split("[")[0].split("@")[0]: np.mean(r["values"]) for r in rows
+                 if r["kind"] == "values" and r["metric"].startswith("r_precision")}
+    assert precision["ground_truth"] == 1.0 and precision["inverted_ground_truth"] == 0.0
+    assert precision["gradient_x_input"] > precision["random"]
