@@ -323,14 +323,18 @@ def metric_table(values: Values) -> list[dict]:
 
 
 def default_metrics(kind: str) -> list:
-    """Every faithfulness metric that runs without retraining, and each erasure metric
-    again with the ``mask`` eraser (its default is ``delete``)."""
+    """Every faithfulness metric that runs without retraining (those a default run
+    leaves out for their cost included), and each erasure metric again with the
+    ``mask`` eraser (its default is ``delete``) — but NAOPC, whose beam search would
+    double the run's cost."""
     from faithbench import metrics as registry
 
-    chosen = [m for m in registry.default_metrics(kind, has_reference=False)
-              if m.spec.family == "faithfulness"]
+    chosen = [m for _, m in registry.REGISTRY.items()
+              if kind in m.spec.kinds and m.spec.family == "faithfulness"
+              and not m.spec.needs_training and not m.spec.needs_explainer]
     masked = [registry.with_params(m, eraser="mask") for m in chosen
-              if m.spec.param("eraser") == "delete"]
+              if dict(m.spec.params).get("eraser") == "delete"
+              and not m.spec.name.startswith("naopc")]
     return chosen + masked
 
 

@@ -130,7 +130,7 @@ def test_a_lower_is_better_metric_is_read_the_right_way(tmp_path):
 
 def test_a_gap_within_noise_is_a_tie(tmp_path):
     rng = np.random.default_rng(0)
-    noise = lambda: list(rng.normal(0, 1, 40))  # noqa: E731
+    noise = lambda: list(rng.normal(0, 1, 40))
     truth = {"ground_truth": 1.0, "a": 0.5, "inverted_ground_truth": 0.0}
     values = _values(tmp_path, {"r_precision@2": truth,
                                 "m@1": {"ground_truth": noise(), "a": noise(),
@@ -177,7 +177,7 @@ def test_meta_eval_on_synthetic_end_to_end_and_resumes(tmp_path, capsys, one_thr
     assert by[("inverted_ground_truth", "mean_rank")]["values"] == [float(len(e.tokens))
                                                                     for e in examples]
     assert "precision@k" in text and "truth 1st" in text and "occlusion" in text
-    reliance = [r for r in rows if r["kind"] == "reliance"][0]
+    reliance = next(r for r in rows if r["kind"] == "reliance")
     assert reliance["n"] == 24 and 0 <= reliance["flip_when_deleted"] <= 1
     # resumed: nothing computed again, nothing duplicated
     assert main(args) == 0
@@ -215,7 +215,7 @@ def test_bilstm_learns_the_sst2_shortcut_and_the_truth_is_found(shared_data, tmp
                  "--train-limit", "2000", "--epochs", "2", "--explainers", "gradient_x_input",
                  "random", "--metrics", "comprehensiveness", "--out", str(out), *FAST]) == 0
     rows = read_jsonl(out / "meta_eval" / "values.jsonl")
-    reliance = [r for r in rows if r["kind"] == "reliance"][0]
+    reliance = next(r for r in rows if r["kind"] == "reliance")
     # the model relies on the shortcut: right by the shortcut even against the sentence
     assert reliance["accuracy"]["test_contradict"] > 0.9
     assert reliance["accuracy"]["test"] > 0.9 and reliance["flip_when_deleted"] > 0.2

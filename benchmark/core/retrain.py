@@ -71,9 +71,14 @@ class Retrainer:
                  progress: bool = False):
         self.task, self.base, self.executor, self.progress = task, options, executor, progress
 
-    def options(self, transform: DataTransform | None, seed: int | None = None) -> TaskOptions:
+    def options(self, transform: DataTransform | None, seed: int | None = None, *,
+                masked_training: bool | None = None) -> TaskOptions:
+        """The evaluated model's options with ``transform`` and ``seed``; and with
+        ``masked_training`` where it is not None (F-Fidelity's surrogate: the same
+        data, trained with random masking)."""
+        more = {} if masked_training is None else {"masked_training": masked_training}
         return replace(self.base, transform=transform,
-                       seed=self.base.seed if seed is None else seed)
+                       seed=self.base.seed if seed is None else seed, **more)
 
     def train(self, options: Sequence[TaskOptions],
               on_done: Callable[[int, Trained], None] | None = None) -> None:
@@ -89,10 +94,12 @@ class Retrainer:
         self.executor.map(train_job, [TrainJob(self.task, options[i]) for i in todo],
                           on_done=arrived)
 
-    def __call__(self, transform: DataTransform | None, seed: int | None = None) -> PreparedTask:
-        """The model trained on ``transform``-ed data: trained on the executor if no
-        cache has it, then loaded here from the file it sent back."""
-        options = self.options(transform, seed)
+    def __call__(self, transform: DataTransform | None, seed: int | None = None, *,
+                 masked_training: bool | None = None) -> PreparedTask:
+        """The model trained on ``transform``-ed data (with random masking if
+        ``masked_training``): trained on the executor if no cache has it, then loaded
+        here from the file it sent back."""
+        options = self.options(transform, seed, masked_training=masked_training)
         self.train([options])
         return self.task.prepare(options, progress=self.progress)
 
