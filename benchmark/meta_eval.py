@@ -319,6 +319,95 @@ def metric_table(values: Values) -> list[dict]:
     return rows
 
 
+# -- cross-metric agreement --------------------------------------------------------------
+
+
+def seed_t(per_seed: Sequence[float], alpha: float = 0.05,
+           bounds: tuple[float, float] = (-1.0, 1.0)) -> dict:
+    """Mean and (1 - alpha) t interval (S - 1 df) of per-seed values, cut to ``bounds``
+    (a τ's [-1, 1]): the spread of the statistic over retrained models, for the run's
+    test examples (their sampling is common to every seed and not in the interval).
+    Simulated coverage of the 95 % interval of per-seed Kendall τ with three seeds:
+    0.937-0.955 (``tests/test_coverage.py``). One seed gives no interval.
+
+    >>> round(seed_t([0.5, 0.7, 0.6])["ci_low"], 3), seed_t([0.9, 1.0, 1.0])["ci_high"]
+    (0.352, 1.0)
+    """
+    from scipy.stats import t
+
+    v = np.asarray(per_seed, dtype=float)
+    mean = float(v.mean())
+    if len(v) < 2:
+        return {"mean": mean, "ci_low": None, "ci_high": None, "n_seeds": len(v)}
+    half = float(t.ppf(1 - alpha / 2, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
+    return {"mean": mean, "ci_low": max(bounds[0], mean - half),
+            "ci_high": min(bounds[1], mean + half), "n_seeds": len(v)}
+
+
+def ranked_metrics(records: Iterable[dict], families=("faithfulness",)) -> dict:
+    """{task: {seed: {metric: {explainer: mean signed so that higher is better}}}} of a
+    run's result records (``results.jsonl``), metrics of ``families`` only."""
+    out: dict = {}
+    for r in records:
+        if r.get("record_type", "result") != "result" or r.get("family") not in families:
+            continue
+        mean = (r.get("estimate") or {}).get("mean")
+        if mean is None or r.get("direction") not in ("higher", "lower"):
+            continue
+        out.setdefault(r["task"], {}).setdefault(r["model_seed"], {}).setdefault(
+            r["metric"], {})[r["explainer"]] = sign_of(r["direction"]) * mean
+    return out
+
+
+def metric_agreement(records: Iterable[dict], families=("faithfulness",)) -> list[dict]:
+    """One row per (task, metric pair): Kendall τ-b between the two metrics' rankings
+    of the explainers (those both scored on every seed), per seed, and the mean with
+    its t interval over seeds (``seed_t``)."""
+    rows = []
+    for task, by_seed in ranked_metrics(records, families).items():
+        seeds = sorted(by_seed)
+        metrics = sorted(set.intersection(*(set(by_seed[s]) for s in seeds)))
+        for a, b in itertools.combinations(metrics, 2):
+            taus = []
+            for s in seeds:
+                shared = sorted(set(by_seed[s][a]) & set(by_seed[s][b]))
+                tau = kendall([by_seed[s][a][e] for e in shared],
+                              [by_seed[s][b][e] for e in shared]) if len(shared) > 2 else None
+                if tau is not None:
+                    taus.append(tau)
+            if taus:
+                rows.append({"task": task, "a": a, "b": b, "tau_seeds": taus,
+                             "explainers": len(shared), **seed_t(taus)})
+    return rows
+
+
+def render_agreement(rows: list[dict], table: str = "pairs", tablefmt: str = "github") -> str:
+    """``pairs``: one line per metric pair, least alike first, τ-b mean [95 % CI over
+    seeds] and the per-seed values; ``matrix``: metric x metric mean τ-b. One table per
+    task."""
+    from faithbench.leaderboard.render import safe_table
+
+    parts = []
+    for task in dict.fromkeys(r["task"] for r in rows):
+        mine = [r for r in rows if r["task"] == task]
+        if table == "pairs":
+            parts.append(safe_table(
+                [[f"{short(r['a'])} / {short(r['b'])}", _ci(r, ".2f"),
+                  ", ".join(f"{t:.2f}" for t in r["tau_seeds"]), r["explainers"]]
+                 for r in sorted(mine, key=lambda r: r["mean"])],
+                ["metrics", "τ-b mean [95 % CI]", "per seed", "explainers"],
+                tablefmt=tablefmt, disable_numparse=True))
+            continue
+        names = list(dict.fromkeys(n for r in mine for n in (r["a"], r["b"])))
+        mean = {frozenset((r["a"], r["b"])): r["mean"] for r in mine}
+        labels = [short(n) for n in names]
+        parts.append(safe_table(
+            [[labels[i]] + ["1" if a == b else _num(mean.get(frozenset((a, b))), ".2f")
+                            for b in names] for i, a in enumerate(names)],
+            ["", *labels], tablefmt=tablefmt, disable_numparse=True))
+    return "\n\n".join(parts)
+
+
 # -- computing the values ----------------------------------------------------------------
 
 
@@ -474,11 +563,38 @@ def short(explainer_or_metric: str) -> str:
     return name
 
 
-def render(values: Values, tablefmt: str = "github") -> str:
-    """The three tables (explainers, reliance, metrics) as text."""
+TABLES = ("explainers", "reliance", "metrics")
+CAPTIONS = {
+    "explainers": "Explainers against the ground truth (mean [95 % CI over seeds and "
+                  "examples])",
+    "reliance": "Reliance on the ground truth (accuracy per split; flips = share of scored "
+                "predictions that change when the reference tokens are deleted)",
+    "metrics": "Metrics against the ground truth: is ground_truth ranked first and "
+               "inverted_ground_truth last (per-example gap to the runner-up, 95 % CI over "
+               "seeds and examples: yes / no / tie), Kendall τ-b of the metric's explainer "
+               "ranking with the precision@k ranking [range over seeds], and the share of "
+               "explainer pairs ordered the other way with the other eraser",
+}
+
+
+def render(values: Values, tablefmt: str = "github", tables: Sequence[str] = TABLES,
+           captions: bool = True) -> str:
+    """The three tables (explainers, reliance, metrics) as text (those of ``tables``)."""
     from faithbench.leaderboard.render import safe_table
 
+    build = {"explainers": _explainer_rows, "reliance": _reliance_rows,
+             "metrics": _metric_rows}
     parts = []
+    for name in tables:
+        rows, headers = build[name](values)
+        if not rows:
+            continue
+        table = safe_table(rows, headers, tablefmt=tablefmt, disable_numparse=True)
+        parts.append(f"{CAPTIONS[name]}\n\n{table}" if captions else table)
+    return "\n\n".join(parts)
+
+
+def _explainer_rows(values: Values) -> tuple[list, list]:
     ex = explainer_table(values)
     tasks = values.tasks()
     names = list(dict.fromkeys(r["explainer"] for r in ex))
@@ -491,45 +607,35 @@ def render(values: Values, tablefmt: str = "github") -> str:
             row += [_ci(r.get("r_precision")), _ci(r.get("mean_rank"), ".2f")]
         rows.append(row)
     rows.sort(key=lambda r: -float(r[1].split()[0]) if r[1] != "n/a" else 0.0)
-    headers = ["explainer"] + [h for t in tasks for h in (f"{t} precision@k ↑",
-                                                          f"{t} mean rank ↓")]
-    parts.append("Explainers against the ground truth (mean [95 % CI over seeds and "
-                 "examples])\n\n" + safe_table(rows, headers, tablefmt=tablefmt,
-                                                 disable_numparse=True))
+    return rows, ["explainer"] + [h for t in tasks for h in (f"{t} precision@k ↑",
+                                                            f"{t} mean rank ↓")]
+
+
+def _reliance_rows(values: Values) -> tuple[list, list]:
     rel = reliance_table(values)
-    if rel:
-        splits = list(dict.fromkeys(s for r in rel for s in r["accuracy"]))
-        parts.append("Reliance on the ground truth (accuracy per split; flips = share of "
-                     "scored predictions that change when the reference tokens are "
-                     "deleted)\n\n" + safe_table(
-                         [[r["task"], r["seed"], *(_num(r["accuracy"].get(s)) for s in splits),
-                           _num(r["flip_when_deleted"]), r["n"]] for r in rel],
-                         ["task", "seed", *splits, "flips", "n"], tablefmt=tablefmt,
-                         disable_numparse=True))
+    splits = list(dict.fromkeys(s for r in rel for s in r["accuracy"]))
+    return ([[r["task"], r["seed"], *(_num(r["accuracy"].get(s)) for s in splits),
+              _num(r["flip_when_deleted"]), r["n"]] for r in rel],
+            ["task", "seed", *(f"accuracy {s}" for s in splits), "flips", "n"])
+
+
+def _metric_rows(values: Values) -> tuple[list, list]:
     mt = metric_table(values)
-    if mt:
-        metrics = list(dict.fromkeys(r["metric"] for r in mt))
-        by = {(r["task"], r["metric"]): r for r in mt}
-        rows = []
-        for metric in metrics:
-            row = [short(metric)]
-            for task in tasks:
-                r = by.get((task, metric))
-                if r is None:
-                    row += ["n/a"] * 4
-                    continue
-                row += [_verdict(r["ground_truth_first"]), _verdict(r["inverted_last"]),
-                        _tau(r), _num(r.get("eraser_flips"), ".2f")]
-            rows.append(row)
-        headers = ["metric"] + [h for t in tasks for h in (
-            f"{t}: truth 1st", "inverted last", "τ vs truth", "delete↔mask flips")]
-        parts.append("Metrics against the ground truth: is ground_truth ranked first and "
-                     "inverted_ground_truth last (gap to the runner-up, 95 % CI: yes / no / "
-                     "tie), Kendall τ-b of the metric's explainer ranking with the "
-                     "precision@k ranking [range over seeds], and the share of explainer "
-                     "pairs ordered the other way with the other eraser\n\n"
-                     + safe_table(rows, headers, tablefmt=tablefmt, disable_numparse=True))
-    return "\n\n".join(parts)
+    tasks = list(dict.fromkeys(r["task"] for r in mt))
+    by = {(r["task"], r["metric"]): r for r in mt}
+    rows = []
+    for metric in dict.fromkeys(r["metric"] for r in mt):
+        row = [short(metric)]
+        for task in tasks:
+            r = by.get((task, metric))
+            if r is None:
+                row += ["n/a"] * 4
+                continue
+            row += [_verdict(r["ground_truth_first"]), _verdict(r["inverted_last"]),
+                    _tau(r), _num(r.get("eraser_flips"), ".2f")]
+        rows.append(row)
+    return rows, ["metric"] + [h for t in tasks for h in (
+        f"{t}: truth 1st", "inverted last", "τ vs truth", "delete↔mask flips")]
 
 
 def _verdict(gap: dict) -> str:

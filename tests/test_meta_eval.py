@@ -223,3 +223,50 @@ def test_bilstm_learns_the_sst2_shortcut_and_the_truth_is_found(shared_data, tmp
                  if r["kind"] == "values" and r["metric"].startswith("r_precision")}
     assert precision["ground_truth"] == 1.0 and precision["inverted_ground_truth"] == 0.0
     assert precision["gradient_x_input"] > precision["random"]
+
+
+def _record(seed, metric, explainer, mean, direction="higher", family="faithfulness"):
+    return {"record_type": "result", "task": "t@1", "model_seed": seed, "metric": metric,
+            "explainer": explainer, "direction": direction, "family": family,
+            "estimate": {"mean": mean}}
+
+
+def test_metric_agreement_is_kendall_tau_per_seed_with_a_t_interval():
+    means = {  # seed -> metric -> explainer -> mean
+        0: {"a@1": [0.1, 0.2, 0.3, 0.4], "b@1": [0.4, 0.3, 0.2, 0.1], "c@1": [1, 3, 2, 4]},
+        1: {"a@1": [0.1, 0.3, 0.2, 0.4], "b@1": [0.4, 0.3, 0.2, 0.1], "c@1": [1, 2, 3, 4]},
+    }
+    directions = {"a@1": "higher", "b@1": "lower", "c@1": "higher"}
+    records = [_record(s, m, f"e{i}", v, directions[m])
+               for s, by in means.items() for m, vs in by.items() for i, v in enumerate(vs)]
+    records.append(_record(0, "r_precision@2", "e0", 0.5, family="plausibility"))  # not ranked
+    rows = {(r["a"], r["b"]): r for r in meta_eval.metric_agreement(records)}
+    assert set(rows) == {("a@1", "b@1"), ("a@1", "c@1"), ("b@1", "c@1")}
+    # b is lower-is-better: its reversed values rank the explainers as a does on seed 0
+    ab = rows[("a@1", "b@1")]
+    assert ab["tau_seeds"] == pytest.approx([1.0, kendalltau([1, 3, 2, 4], [1, 2, 3, 4]).statistic])
+    ac = rows[("a@1", "c@1")]
+    expected = [kendalltau(means[s]["a@1"], means[s]["c@1"]).statistic for s in (0, 1)]
+    assert ac["tau_seeds"] == pytest.approx(expected)
+    from scipy.stats import t
+
+    half = t.ppf(0.975, 1) * np.std(expected, ddof=1) / np.sqrt(2)
+    assert ac["mean"] == pytest.approx(np.mean(expected))
+    assert ac["ci_low"] == pytest.approx(max(-1, np.mean(expected) - half))
+    assert ac["ci_high"] == pytest.approx(min(1, np.mean(expected) + half))
+
+
+def test_metric_agreement_verb(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    from faithbench.benchmark.core.records import append_jsonl
+
+    for s in (0, 1, 2):
+        for m, vs in {"a@1": [1, 2, 3], "b@1": [1, 3, 2]}.items():
+            for i, v in enumerate(vs):
+                append_jsonl(run / "results.jsonl", _record(s, m, f"e{i}", v + 0.01 * s))
+    assert main(["meta-eval", "--metric-agreement", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "a / b" in out and "0.33" in out and "0.33, 0.33, 0.33" in out
+    assert main(["meta-eval", "--metric-agreement", str(tmp_path / "none")]) == 2
+    assert "results.jsonl" in capsys.readouterr().err

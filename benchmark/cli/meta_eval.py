@@ -1,6 +1,6 @@
 """``faithbench meta-eval``: on models whose evidence is known, score the explainers
 against the truth and ask each faithfulness metric whether it ranks them the way the
-truth does."""
+truth does; and, from any run's results, how alike the metrics rank the explainers."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ HELP = "explainers and metrics against ground truth (shortcut and synthetic mode
 EPILOG = """examples:
   faithbench meta-eval --limit 100                 # offline: the synthetic task's planted rationales
   faithbench meta-eval --tasks shortcut_single shortcut_pair --data-dir ../shared/data \\
-      --seeds 0 1 2 --sample 500
-  faithbench meta-eval --tables-only --out runs/meta   # print the tables of values already computed
+      --seeds 0 1 2 --sample 200 --out runs/meta
+  faithbench meta-eval --tables-only --out runs/meta --table metrics   # from the values file
+  faithbench meta-eval --metric-agreement runs/sentiment   # Kendall tau between metric rankings
 (every value goes to <out>/meta_eval/values.jsonl as it is computed: a run stopped
 part-way resumes there, and the tables are always made from that file)"""
 
@@ -29,6 +30,13 @@ def add_arguments(p) -> None:
                    "erasure ones with the delete and the mask eraser")
     p.add_argument("--tables-only", action="store_true",
                    help="compute nothing: print the tables of <out>/meta_eval/values.jsonl")
+    p.add_argument("--table", choices=("explainers", "reliance", "metrics", "pairs", "matrix"),
+                   help="print this table alone, without its caption (default: all three; "
+                   "pairs and matrix: the two forms of --metric-agreement)")
+    p.add_argument("--metric-agreement", nargs="+", metavar="RUN", default=[],
+                   help="compute nothing: Kendall tau-b between the faithfulness metrics' "
+                   "explainer rankings in these run folders' results.jsonl, per model seed, "
+                   "with a 95%% t interval over seeds")
     options.data(p)
     options.model(p, seeds=True)
     options.examples(p)
@@ -42,13 +50,35 @@ def main(args) -> int:
     from pathlib import Path
 
     from faithbench.benchmark import meta_eval
+    from faithbench.benchmark.core.errors import InputError
+    from faithbench.benchmark.core.records import read_jsonl
 
+    if args.metric_agreement:
+        records = []
+        for run in args.metric_agreement:
+            path = Path(run) / "results.jsonl" if Path(run).is_dir() else Path(run)
+            if not path.is_file():
+                raise InputError(f"--metric-agreement {run}: no results.jsonl there (a "
+                                 "`faithbench run --out` folder)")
+            records += read_jsonl(path)
+        rows = meta_eval.metric_agreement(records)
+        if not rows:
+            raise InputError("--metric-agreement: no two faithfulness metrics scored the same "
+                             "explainers in these results")
+        print(meta_eval.render_agreement(rows, args.table or "pairs"))
+        return 0
+    if args.table in ("pairs", "matrix"):
+        raise InputError(f"--table {args.table} is a form of --metric-agreement RUN")
     config = options.checked(args)
     failures = []
     path = Path(config.out) / "meta_eval" / meta_eval.VALUES
     if not args.tables_only:
         path, failures = meta_eval.evaluate(config)
-    print(meta_eval.render(meta_eval.Values.read(path)))
+    values = meta_eval.Values.read(path)
+    if args.table:
+        print(meta_eval.render(values, tables=[args.table], captions=False))
+        return 0
+    print(meta_eval.render(values))
     print(f"\nvalues: {path}")
     output.failures(failures)
     return 1 if failures else 0
