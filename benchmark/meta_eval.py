@@ -124,8 +124,12 @@ class Values:
         if not path.exists():
             raise InputError(f"{path}: no meta-evaluation values here (run `faithbench "
                              "meta-eval` with this --out first)")
+        return cls.of_rows(read_jsonl(path))
+
+    @classmethod
+    def of_rows(cls, lines: Iterable[dict]) -> Values:
         rows, direction, reliance = {}, {}, []
-        for row in read_jsonl(path):
+        for row in lines:
             if row["kind"] == "reliance":
                 reliance.append(row)
                 continue
@@ -582,16 +586,23 @@ def render(values: Values, tablefmt: str = "github", tables: Sequence[str] = TAB
     """The three tables (explainers, reliance, metrics) as text (those of ``tables``)."""
     from faithbench.leaderboard.render import safe_table
 
-    build = {"explainers": _explainer_rows, "reliance": _reliance_rows,
-             "metrics": _metric_rows}
     parts = []
-    for name in tables:
-        rows, headers = build[name](values)
-        if not rows:
-            continue
+    for name, rows, headers in table_rows(values, tables):
         table = safe_table(rows, headers, tablefmt=tablefmt, disable_numparse=True)
         parts.append(f"{CAPTIONS[name]}\n\n{table}" if captions else table)
     return "\n\n".join(parts)
+
+
+def table_rows(values: Values, tables: Sequence[str] = TABLES) -> list[tuple[str, list, list]]:
+    """(name, rows, headers) of each of ``tables`` that has rows."""
+    build = {"explainers": _explainer_rows, "reliance": _reliance_rows,
+             "metrics": _metric_rows}
+    out = []
+    for name in tables:
+        rows, headers = build[name](values)
+        if rows:
+            out.append((name, rows, headers))
+    return out
 
 
 def _explainer_rows(values: Values) -> tuple[list, list]:

@@ -92,7 +92,8 @@ def suite_slug(task: str, suite: str) -> str:
 
 def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = None,
                command: str | None = None, examples: int = 20,
-               roar: list | None = None, agreement: list | None = None) -> list[Path]:
+               roar: list | None = None, agreement: list | None = None,
+               meta_eval=None) -> list[Path]:
     """Write the site of ``entries`` into ``out``; the pages written (index first).
     ``examples``: how many test examples each suite page's explorer shows."""
     costs = explain_costs(entries)
@@ -102,7 +103,7 @@ def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = N
                               sources=sources, command=command, curves=curves(entries),
                               explained={e.entry_id: explanations(e) for e in entries},
                               examples=examples, roar=roar_summary(roar) if roar else None,
-                              agreement=agreement,
+                              agreement=agreement, meta_eval=meta_eval,
                               verdicts=adjacent_verdicts(rows, {e.entry_id: e for e in entries}))
 
 
@@ -153,7 +154,7 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
                        verdicts: dict[tuple, str] | None = None,
                        curves: list[Curve] | None = None,
                        agreement: list | None = None,
-                       commands: list[str] | None = None) -> list[Path]:
+                       commands: list[str] | None = None, meta_eval=None) -> list[Path]:
     """The site of ranked rows (``rank``'s, or a release's), with each entry's
     ``release.describe`` and its cost per example ((entry, task) -> ``ExplainCost``),
     and the erasure metrics' curves; ``published``: the release's version, named on
@@ -180,9 +181,34 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
     if agreement:
         (out / "agreement.html").write_text(agreement_page(agreement), encoding="utf-8")
         written.append(out / "agreement.html")
+    if meta_eval is not None:
+        (out / "meta-eval.html").write_text(meta_eval_page(meta_eval), encoding="utf-8")
+        written.append(out / "meta-eval.html")
     written[0].write_text(index_page(suites, sources or [], command, published, bool(roar),
-                                     bool(agreement), commands or []), encoding="utf-8")
+                                     bool(agreement), commands or [],
+                                     meta_eval=meta_eval is not None), encoding="utf-8")
     return written
+
+
+def meta_eval_page(values) -> str:
+    """The meta-evaluation's three tables (``faithbench meta-eval``'s values file):
+    explainers against the ground truth, the models' reliance on it, and which metric
+    recovers the known ranking."""
+    from tabulate import tabulate
+
+    from faithbench.benchmark import meta_eval
+
+    parts = ["<p><a href=\"index.html\">all suites</a></p>"
+             "<h1>Meta-evaluation: explainers and metrics against ground truth</h1>",
+             ("<p>Models whose evidence is known: SST-2 with planted shortcut tokens "
+              "(Bastings et al. 2022) and the synthetic task's planted rationales. "
+              "<code>ground_truth</code> ranks the known tokens first, "
+              "<code>inverted_ground_truth</code> last; a metric that can be trusted puts "
+              "them first and last and orders the explainers as the truth does.</p>")]
+    for name, rows, headers in meta_eval.table_rows(values):
+        parts.append(f"<h2>{esc(meta_eval.CAPTIONS[name])}</h2>"
+                     + tabulate(rows, headers, tablefmt="html", disable_numparse=True))
+    return page("Meta-evaluation", "\n".join(parts))
 
 
 def agreement_page(records: list) -> str:
@@ -290,7 +316,8 @@ def published_note(published: str | None) -> str:
 
 def index_page(suites: dict, sources: list[str], command: str | None,
                published: str | None = None, roar: bool = False,
-               agreement: bool = False, commands: list[str] | None = None) -> str:
+               agreement: bool = False, commands: list[str] | None = None,
+               meta_eval: bool = False) -> str:
     lines = ["<h1>faithbench leaderboard</h1>", published_note(published),
              ("<p>Does an explanation point at the tokens the model relied on? Each suite "
               "ranks explainers scored on the same model checkpoints and examples; entries "
@@ -314,6 +341,10 @@ def index_page(suites: dict, sources: list[str], command: str | None,
     if agreement:
         lines.append("<p><a href=\"agreement.html\">Agreement between explainers</a> "
                      "(Kendall τ-b and top-k overlap heatmaps)</p>")
+    if meta_eval:
+        lines.append("<p><a href=\"meta-eval.html\">Meta-evaluation</a> (explainers and "
+                     "metrics against ground truth: which metric recovers the known "
+                     "ranking)</p>")
     if commands:
         lines.append("<h2>How the results were computed</h2><pre>"
                      + esc("\n".join(commands)) + "</pre>")

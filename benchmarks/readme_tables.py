@@ -3,7 +3,8 @@
 
 Each measured table in the README sits under the command that prints it, on a line of
 its own in backticks (`` `faithbench leaderboard --entries runs/... --format markdown
-...` ``, or `` `python benchmarks/workers_budget.py runs/...` ``). This script runs
+...` ``, `` `faithbench meta-eval --tables-only --out runs/meta --table metrics` ``, or
+`` `python benchmarks/workers_budget.py runs/...` ``). This script runs
 every such command whose ``--entries`` folder (the budget's folders) exists under
 ``--runs-root`` (the folder the README's ``run`` commands were started in) and puts its
 table in place of the one below the command; tables whose entries are absent are left
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import itertools
 import os
 import shlex
 import sys
@@ -28,7 +30,7 @@ from faithbench.benchmark.cli import main as faithbench
 ROOT = Path(__file__).resolve().parent.parent
 # the README's headline table and every table of the results pages, one page per group
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs" / "results").glob("*.md")))
-PREFIXES = ("`faithbench leaderboard ", "`faithbench compare ",
+PREFIXES = ("`faithbench leaderboard ", "`faithbench compare ", "`faithbench meta-eval ",
             "`python benchmarks/workers_budget.py ")
 
 
@@ -45,6 +47,11 @@ def inputs_of(argv: list[str]) -> list[str]:
     """The folders (under the runs root) the command reads."""
     if argv[0] != "faithbench":  # the budget script: its arguments are result folders
         return argv[2:]
+    if argv[1] == "meta-eval":  # --tables-only --out DIR, or --metric-agreement RUN...
+        if "--metric-agreement" in argv:
+            rest = argv[argv.index("--metric-agreement") + 1:]
+            return [a for a in itertools.takewhile(lambda a: not a.startswith("--"), rest)]
+        return [argv[argv.index("--out") + 1]]
     return [argv[argv.index("--entries") + 1] if "--entries" in argv
             else "faithbench-results/leaderboard"]
 

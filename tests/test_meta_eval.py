@@ -270,3 +270,17 @@ def test_metric_agreement_verb(tmp_path, capsys):
     assert "a / b" in out and "0.33" in out and "0.33, 0.33, 0.33" in out
     assert main(["meta-eval", "--metric-agreement", str(tmp_path / "none")]) == 2
     assert "results.jsonl" in capsys.readouterr().err
+
+
+def test_the_site_draws_the_meta_evaluation(tmp_path, capsys):
+    truth = {"ground_truth": 1.0, "a": 0.5, "inverted_ground_truth": 0.0}
+    _values(tmp_path, {"r_precision@2": truth, "m@1": truth})
+    meta_eval.write_reliance(tmp_path / "values.jsonl", meta_eval.Model("t@1", 0, "c", "all"),
+                             {"accuracy": {"test": 0.99}, "scored_accuracy": 0.99,
+                              "flip_when_deleted": 0.5, "n": 5})
+    site = tmp_path / "site"
+    assert main(["site", "--meta-eval", str(tmp_path / "values.jsonl"), "--out", str(site)]) == 0
+    page = (site / "meta-eval.html").read_text()
+    assert page.count("<table") == 3 and "inverted_ground_truth" in page and "0.990" in page
+    assert 'href="meta-eval.html"' in (site / "index.html").read_text()
+    assert main(["site", "--meta-eval", str(tmp_path / "nothing"), "--out", str(site)]) == 2

@@ -112,3 +112,32 @@ def test_the_workers_budget_is_the_executors_schedule_of_the_recorded_seconds(
     new, done, _ = readme_tables.regenerate([cmd, "", "| old |"], tmp_path)
     assert done == ["python benchmarks/workers_budget.py runs/a"]
     assert new[2].startswith("| results") and new[4].startswith("| runs/a ")
+
+
+def test_meta_eval_commands_get_their_tables(tmp_path):
+    """`faithbench meta-eval --tables-only --out DIR --table T` and `--metric-agreement
+    RUN`: the tables come from the values file and the run's results, one per command."""
+    from faithbench.benchmark import meta_eval
+    from faithbench.benchmark.core.records import append_jsonl
+
+    values = tmp_path / "runs" / "meta" / "meta_eval" / "values.jsonl"
+    values.parent.mkdir(parents=True)
+    truth = {"ground_truth": 1.0, "a": 0.5, "inverted_ground_truth": 0.0}
+    metric = {"ground_truth": 0.3, "a": 0.2, "inverted_ground_truth": 0.1}
+    for seed in (0, 1):
+        model = meta_eval.Model("t@1", seed, "c", "all")
+        for name, table in (("r_precision@2", truth), ("m@1", metric)):
+            for e, v in table.items():
+                meta_eval.write_values(values, model, e, name, "higher", ["x", "y"], [v, v])
+    for s in (0, 1):
+        for m, vs in {"a@1": [1, 2, 3], "b@1": [3, 2, 1]}.items():
+            for i, v in enumerate(vs):
+                append_jsonl(tmp_path / "runs" / "r" / "results.jsonl", {
+                    "task": "t@1", "model_seed": s, "metric": m, "explainer": f"e{i}",
+                    "direction": "higher", "family": "faithfulness", "estimate": {"mean": v}})
+    cmd = "`faithbench meta-eval --tables-only --out runs/meta --table metrics`"
+    agree = "`faithbench meta-eval --metric-agreement runs/r`"
+    new, done, skipped = readme_tables.regenerate([cmd, "", "| old |", "", agree], tmp_path)
+    assert len(done) == 2 and not skipped
+    assert new[2].startswith("| metric") and "yes (+0.100)" in new[4]
+    assert new[new.index(agree) + 1].startswith("| metrics") and "-1.00" in new[-1]

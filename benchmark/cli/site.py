@@ -30,6 +30,10 @@ def add_arguments(p) -> None:
                    help="agreement records to draw as heatmaps: agreement.jsonl files, or "
                    "the folders holding them (`faithbench agreement --out DIR` writes "
                    "DIR/agreement.jsonl)")
+    p.add_argument("--meta-eval", nargs="+", default=[], metavar="VALUES",
+                   help="meta-evaluation values to draw as tables: values.jsonl files, or "
+                   "the folders holding them (`faithbench meta-eval --out DIR` writes "
+                   "DIR/meta_eval/values.jsonl)")
     p.add_argument("--published", nargs="?", const="", default=None, metavar="RELEASE",
                    help="the site of the published reference results (or a release "
                    "folder), with your --entries beside them where given")
@@ -45,16 +49,17 @@ def main(args) -> int:
     command = "faithbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if args.entries is None:
         default = Path(f"{DEFAULT_OUT}/leaderboard")
-        args.entries = [str(default)] if default.is_dir() or not args.roar else []
+        args.entries = [str(default)] if default.is_dir() or not (args.roar or args.meta_eval) else []
     if args.published is not None:
         return _published(args, command)
     entries = read_entry_folders(args.entries)
-    if not entries and not args.roar and not args.agreement:
+    if not entries and not args.roar and not args.agreement and not args.meta_eval:
         raise InputError(f"no leaderboard entries under {', '.join(args.entries) or '-'}; "
                          "`faithbench run` or `faithbench submit` writes them")
     pages = build_site(entries, Path(args.out), sources=args.entries,
                        command=command, examples=args.examples, roar=roar_rows(args.roar),
-                       agreement=agreement_records(args.agreement))
+                       agreement=agreement_records(args.agreement),
+                       meta_eval=meta_eval_values(args.meta_eval))
     print(f"wrote {len(pages)} pages ({len(entries)} entries) to {args.out}; "
           f"open {Path(args.out) / 'index.html'}")
     return 0
@@ -80,6 +85,19 @@ def _published(args, command: str) -> int:
     print(f"wrote {len(pages)} pages (release {release.version}) to {args.out}; "
           f"open {Path(args.out) / 'index.html'}")
     return 0
+
+
+def meta_eval_values(paths: list[str]):
+    """The meta-evaluation values of files or folders (DIR/meta_eval/values.jsonl), as
+    one ``meta_eval.Values``; None when no path is given."""
+    if not paths:
+        return None
+    from faithbench.benchmark import meta_eval
+    from faithbench.benchmark.core.records import read_jsonl
+
+    rows = _read_given(paths, "--meta-eval", ("values.jsonl", "meta_eval/values.jsonl"),
+                       read_jsonl)
+    return meta_eval.Values.of_rows(rows)
 
 
 def agreement_records(paths: list[str]) -> list:
