@@ -415,16 +415,22 @@ def render_agreement(rows: list[dict], table: str = "pairs", tablefmt: str = "gi
 # -- computing the values ----------------------------------------------------------------
 
 
-def default_metrics(kind: str) -> list:
-    """Every faithfulness metric that runs without retraining (those a default run
-    leaves out for their cost included), and each erasure metric again with the
-    ``mask`` eraser (its default is ``delete``) — but NAOPC, whose beam search would
-    double the run's cost."""
+# retraining metrics that score the explanations they are given (not the explainer run
+# again elsewhere, as ROAR and the sanity checks do): the oracles can take them
+SCORES_ONLY = frozenset({"ffidelity_plus", "ffidelity_minus"})
+
+
+def default_metrics(kind: str, retrains: bool = True) -> list:
+    """Every faithfulness metric (those a default run leaves out for their cost
+    included; F-Fidelity, whose surrogate is one training per model, where ``retrains``),
+    and each erasure metric again with the ``mask`` eraser (its default is ``delete``) —
+    but NAOPC, whose beam search would double the run's cost."""
     from faithbench import metrics as registry
 
     chosen = [m for _, m in registry.REGISTRY.items()
               if kind in m.spec.kinds and m.spec.family == "faithfulness"
-              and not m.spec.needs_training and not m.spec.needs_explainer]
+              and (not m.spec.needs_training or (retrains and m.spec.name in SCORES_ONLY))
+              and not m.spec.needs_explainer]
     masked = [registry.with_params(m, eraser="mask") for m in chosen
               if dict(m.spec.params).get("eraser") == "delete"
               and not m.spec.name.startswith("naopc")]
@@ -486,6 +492,11 @@ def evaluate(config) -> tuple[Path, list]:
     for ref in refs:  # a typo stops here, before any model is prepared
         check_explainer(ref)
     asked = [registry.resolve(m) for m in config.metrics]
+    for m in asked:
+        if (m.spec.needs_training or m.spec.needs_explainer) and m.spec.name not in SCORES_ONLY:
+            raise InputError(f"meta-eval: {m.spec.name} runs the explainer again on other "
+                             "data or models, which the ground-truth oracles cannot do; "
+                             "use it in `faithbench run`")
     for name in config.tasks:
         spec = task_registry.get_task(name).spec
         if not spec.has_reference:
@@ -510,7 +521,8 @@ def evaluate(config) -> tuple[Path, list]:
                           selection_label(config.as_dict()))
             if row_key(model, "-", "reliance") not in done:
                 write_reliance(path, model, reliance(session))
-            metrics = truth + (asked or default_metrics(session.spec.kind))
+            bilstm = not (config.model_path or config.model not in (None, "bilstm"))
+            metrics = truth + (asked or default_metrics(session.spec.kind, retrains=bilstm))
             metrics = session.applicable(metrics)
             loaded = []
             for ref in refs:
@@ -532,8 +544,8 @@ def evaluate(config) -> tuple[Path, list]:
                 except PluginError as exc:
                     failures.append(record_failure(out, exc, session.spec.id, label, seed))
                     continue
-                for metric in todo:
-                    scored = session.score(metric, scores, explainer=None
+                for metric in todo:  # an oracle's scores-only retraining metric: base stands in
+                    scored = session.score(metric, scores, explainer=base
                                            if isinstance(explainer, str) else explainer)
                     write_values(path, model, label, metric.spec.id, metric.spec.direction,
                                  scored.ids, scored.values.tolist())
