@@ -176,7 +176,7 @@ def test_meta_eval_on_synthetic_end_to_end_and_resumes(tmp_path, capsys, one_thr
                                                            for e in examples]
     assert by[("inverted_ground_truth", "mean_rank")]["values"] == [float(len(e.tokens))
                                                                     for e in examples]
-    assert "precision@k" in text and "truth 1st" in text and "occlusion" in text
+    assert "precision@k" in text and "· 1st " in text and "occlusion" in text
     reliance = next(r for r in rows if r["kind"] == "reliance")
     assert reliance["n"] == 24 and 0 <= reliance["flip_when_deleted"] <= 1
     # resumed: nothing computed again, nothing duplicated
