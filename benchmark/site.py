@@ -198,8 +198,8 @@ def meta_eval_page(values) -> str:
 
     from faithbench.benchmark import meta_eval
 
-    parts = ["<p><a href=\"index.html\">all suites</a></p>"
-             "<h1>Meta-evaluation: explainers and metrics against ground truth</h1>",
+    parts = [("<p><a href=\"index.html\">all suites</a></p>"
+              "<h1>Meta-evaluation: explainers and metrics against ground truth</h1>"),
              ("<p>Models whose evidence is known: SST-2 with planted shortcut tokens "
               "(Bastings et al. 2022) and the synthetic task's planted rationales. "
               "<code>ground_truth</code> ranks the known tokens first, "

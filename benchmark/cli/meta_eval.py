@@ -70,7 +70,7 @@ def main(args) -> int:
     if args.table in ("pairs", "matrix"):
         raise InputError(f"--table {args.table} is a form of --metric-agreement RUN")
     config = options.checked(args)
-    failures = []
+    failures: list = []
     path = Path(config.out) / "meta_eval" / meta_eval.VALUES
     if not args.tables_only:
         path, failures = meta_eval.evaluate(config)

@@ -76,9 +76,11 @@ class Retrainer:
         """The evaluated model's options with ``transform`` and ``seed``; and with
         ``masked_training`` where it is not None (F-Fidelity's surrogate: the same
         data, trained with random masking)."""
-        more = {} if masked_training is None else {"masked_training": masked_training}
-        return replace(self.base, transform=transform,
-                       seed=self.base.seed if seed is None else seed, **more)
+        options = replace(self.base, transform=transform,
+                          seed=self.base.seed if seed is None else seed)
+        if masked_training is None:
+            return options
+        return replace(options, masked_training=masked_training)
 
     def train(self, options: Sequence[TaskOptions],
               on_done: Callable[[int, Trained], None] | None = None) -> None:
