@@ -4,6 +4,7 @@ hand-made values, and `faithbench meta-eval` end to end (offline on the syntheti
 task; on a BiLSTM that learned an SST-2 shortcut where ../shared/data is present)."""
 
 import random
+from pathlib import Path
 from itertools import combinations
 
 import numpy as np
@@ -284,3 +285,18 @@ def test_the_site_draws_the_meta_evaluation(tmp_path, capsys):
     assert page.count("<table") == 3 and "inverted_ground_truth" in page and "0.990" in page
     assert 'href="meta-eval.html"' in (site / "index.html").read_text()
     assert main(["site", "--meta-eval", str(tmp_path / "nothing"), "--out", str(site)]) == 2
+
+
+def test_a_plugin_is_scored_against_the_truth_and_a_failing_one_is_reported(tmp_path, capsys,
+                                                                             one_thread):
+    template = str(Path(__file__).parent.parent / "submissions" / "TEMPLATE.py")
+    broken = str(Path(__file__).parent / "plugins" / "raises_in_explain.py")
+    out = tmp_path / "out"
+    code = main(["meta-eval", "--explainers", template, broken, "--metrics", "aopc_morf",
+                 "--out", str(out), "--limit", "8", "--no-progress"])
+    assert code == 1  # a plugin failed; the rest was computed
+    assert "FAILED" in capsys.readouterr().err
+    rows = read_jsonl(out / "meta_eval" / "values.jsonl")
+    explainers = {r["explainer"].split("@")[0].split("[")[0] for r in rows if r["kind"] == "values"}
+    assert explainers == {"my_explainer", "ground_truth", "inverted_ground_truth"}
+    assert [f["explainer"] for f in read_jsonl(out / "failures.jsonl")] == ["broken_raises@1"]
