@@ -4,8 +4,8 @@ hand-made values, and `faithbench meta-eval` end to end (offline on the syntheti
 task; on a BiLSTM that learned an SST-2 shortcut where ../shared/data is present)."""
 
 import random
-from pathlib import Path
 from itertools import combinations
+from pathlib import Path
 
 import numpy as np
 import pytest
