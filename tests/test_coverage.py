@@ -138,9 +138,11 @@ def test_seed_t_of_kendall_tau_covers_about_95_percent(case):
 # -- the ranked-first / ranked-last verdicts (faithbench.benchmark.meta_eval.placed) ---------
 # Six explainers on three seeds x 100 examples, every explainer's values the crossed model's
 # (a shared example effect, so the gaps are paired). When the oracle truly ties with the
-# best other explainer, any "yes" or "no" is a false claim: with Bonferroni intervals it
-# happens in at most 5 % of datasets (500 datasets: the Monte Carlo sd is 0.01; measured
-# 1.8 % with all six equal, 0.8 % tied with one).
+# best other explainer, any "yes" or "no" is a false claim, promised in at most 5 % of
+# datasets (2.5 % each way if every interval covered exactly 95 %). 1,000 datasets
+# (Monte Carlo sd 0.007): measured 2.2 % with all six equal (every one a "no"), 4.1 % tied
+# with one (3.7 % "yes": the interval of a gap with three seeds covers a little under 95 %
+# one-sided here).
 VERDICT_CASES = {  # true means, the oracle first
     "all equal": [0.0] * 6,
     "tied with one, the rest far below": [0.0, 0.0, -0.5, -0.5, -0.5, -0.5],
@@ -166,10 +168,10 @@ def test_placed_verdict_errs_in_at_most_5_percent(case):
 
     rng = np.random.default_rng(11)
     wrong = 0
-    for _ in range(500):
+    for _ in range(1000):
         values, names = _verdict_values(VERDICT_CASES[case], rng)
         wrong += placed(values, "t", "m", "ground_truth", names, first=True)["verdict"] != "tie"
-    assert wrong / 500 <= 0.05 + 2 * 0.01, f"{case}: {wrong / 500:.3f} false verdicts"
+    assert wrong / 1000 <= 0.05 + 2 * 0.007, f"{case}: {wrong / 1000:.3f} false verdicts"
 
 
 def test_placed_verdict_finds_a_clear_first():
@@ -178,8 +180,8 @@ def test_placed_verdict_finds_a_clear_first():
     rng = np.random.default_rng(12)
     got = []
     for _ in range(100):
-        # a gap of 0.5 against seed effects of sd 0.02: with three seeds (t on 2 df at the
-        # Bonferroni level) a gap of 0.2 is found about half the time, 0.3 in 86 %
-        values, names = _verdict_values([0.5, 0.0, 0.0, -0.2, -0.2, -0.2], rng)
+        # with three seeds a gap of 0.1 (five times the seed sd) is found in about 65 % of
+        # datasets, 0.2 in 99 %
+        values, names = _verdict_values([0.2, 0.0, 0.0, -0.2, -0.2, -0.2], rng)
         got.append(placed(values, "t", "m", "ground_truth", names, first=True)["verdict"])
     assert got.count("yes") >= 95, got.count("yes")
