@@ -143,8 +143,8 @@ PARAMS: dict[str, Param] = {
                    text="a fraction in (0, 1] (F-Fidelity: erasure rate inside the region)"),
     "beta": Param(float, low=0, high=1, low_open=True,
                   text="a fraction in (0, 1] (F-Fidelity: cap on the share of tokens erased)"),
-    "samples": Param(int, low=1, optional=True,
-                     text="None (every subset, exactly) | int >= 1 (random draws per size)"),
+    "samples": Param(int, low=1, text="int >= 1 (random draws per size; in Python, "
+                     "samples=None takes every subset, exactly)"),
     "measure": _choice(*MEASURES),
     "search": _choice("beam", "exact"),
     "beam_size": Param(int, low=1, text="int >= 1"),

@@ -281,7 +281,8 @@ class FFidelity:
                 mi = MetricInput(batch, scores, labels, perturber.probs(batch), perturber)
                 out = stochastic_removal(
                     mi, labels, bins=p["bins"], alpha=float(p["alpha"]), beta=float(p["beta"]),
-                    samples=int(p["samples"]), minus=self.minus, eraser=p["eraser"],
+                    samples=None if p["samples"] is None else int(p["samples"]),
+                    minus=self.minus, eraser=p["eraser"],
                     measure=p["measure"], granularity=p["granularity"],
                     generators=[removal_generator(seed, i) for i in batch.example_ids])
             values.append(out.values)
