@@ -50,6 +50,7 @@ from faithbench.benchmark.core.records import append_jsonl, read_jsonl
 GROUND_TRUTH, INVERTED = "ground_truth", "inverted_ground_truth"
 ORACLES = (GROUND_TRUTH, INVERTED)
 TRUTH_MEASURES = ("r_precision", "mean_rank")  # precision@k and mean rank
+TRUTH_BOUNDS = {"r_precision": (0.0, 1.0), "mean_rank": (1.0, math.inf)}
 VALUES = "values.jsonl"
 
 
@@ -191,15 +192,18 @@ def sign_of(direction: str) -> float:
     return 1.0 if direction == "higher" else -1.0
 
 
-def interval(matrix: np.ndarray, alpha: float = 0.05) -> dict:
-    """Mean and (1 - alpha) interval over seeds and examples of a (S, N) matrix; the
+def interval(matrix: np.ndarray, alpha: float = 0.05,
+             bounds: tuple[float, float] = (-math.inf, math.inf)) -> dict:
+    """Mean and (1 - alpha) interval over seeds and examples of a (S, N) matrix, cut to
+    the ``bounds`` the values cannot leave (a t interval on three seeds can); the
     examples undefined on any seed (NaN) are left out and counted."""
     keep = np.isfinite(matrix).all(axis=0)
     if not keep.any():
         return {"mean": None, "ci_low": None, "ci_high": None, "n": 0,
                 "undefined": int(matrix.shape[1])}
     e = stats.seed_estimate(matrix[:, keep], alpha=alpha)
-    return {"mean": e.mean, "ci_low": e.ci_low, "ci_high": e.ci_high, "n": e.n,
+    return {"mean": e.mean, "ci_low": max(bounds[0], e.ci_low),
+            "ci_high": min(bounds[1], e.ci_high), "n": e.n,
             "undefined": int((~keep).sum()), "seed_means": list(e.seed_means)}
 
 
@@ -215,7 +219,7 @@ def explainer_table(values: Values) -> list[dict]:
                 if (task, measure, explainer) in values.rows:
                     assert measure is not None
                     seeds, m = values.matrix(task, measure, explainer)
-                    row[name] = interval(m)
+                    row[name] = interval(m, bounds=TRUTH_BOUNDS[name])
                     row["seeds"] = seeds
             rows.append(row)
     return rows
