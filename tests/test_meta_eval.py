@@ -303,3 +303,20 @@ def test_a_plugin_is_scored_against_the_truth_and_a_failing_one_is_reported(tmp_
     explainers = {r["explainer"].split("@")[0].split("[")[0] for r in rows if r["kind"] == "values"}
     assert explainers == {"my_explainer", "ground_truth", "inverted_ground_truth"}
     assert [f["explainer"] for f in read_jsonl(out / "failures.jsonl")] == ["broken_raises@1"]
+
+
+def test_a_model_that_ignores_its_ground_truth_is_left_out(tmp_path):
+    """The protocol's condition: a model not right on (nearly) every example whose label
+    the planted tokens decide has no ground truth; its values leave every table."""
+    truth = {"ground_truth": 1.0, "a": 0.5, "inverted_ground_truth": 0.0}
+    _values(tmp_path, {"r_precision@2": truth, "m@1": truth}, seeds=(0, 1))
+    path = tmp_path / "values.jsonl"
+    for seed, acc in ((0, 0.99), (1, 0.6)):
+        meta_eval.write_reliance(path, meta_eval.Model("t@1", seed, "c", "all"),
+                                 {"accuracy": {}, "scored_accuracy": acc,
+                                  "flip_when_deleted": 0.5, "n": 5})
+    values = meta_eval.Values.read(path)
+    assert [r["relies"] for r in meta_eval.reliance_table(values)] == [True, False]
+    assert meta_eval.explainer_table(values)[0]["seeds"] == [0]
+    assert meta_eval.metric_table(values)[0]["seeds"] == [0]
+    assert "no: left out" in meta_eval.render(values, tables=["reliance"], captions=False)
