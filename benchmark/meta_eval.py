@@ -6,10 +6,10 @@ tokens the model must use: the shortcut tasks (``shortcut_single``, ``shortcut_p
 Bastings et al. 2022) and the synthetic task's planted rationales. Beside the
 explainers under test, two oracles are scored on every model: ``ground_truth`` (the
 reference tokens first: the ceiling) and ``inverted_ground_truth`` (them last: a
-deliberately wrong explainer). A ground truth orders only its own tokens, so both
-oracles are the ``random`` explainer's scores (uniform in [0, 1)) with 1 added to the
-reference tokens, or 1 taken away: each differs from ``random``, which is scored too,
-only in where the truth is.
+deliberately wrong explainer). A ground truth orders only its own tokens, so within
+the truth and within the rest both oracles order tokens as the ``random`` explainer
+does (``oracle_scores``): each differs from ``random``, which is scored too, only in
+where the truth is.
 
 Three tables come out of one values file (``<out>/meta_eval/values.jsonl``: every
 example's value of every (model, explainer, metric), appended as computed, so an
@@ -60,15 +60,19 @@ VALUES = "values.jsonl"
 
 def oracle_scores(name: str, references: Iterable[Sequence[bool] | None],
                   random: Sequence[Sequence[float]]) -> list[list[float]]:
-    """The oracles' scores of examples with these references, from the ``random``
-    explainer's scores of them (in [0, 1)): 1 added (ground truth) or taken away
-    (inverted) on reference tokens.
+    """The oracles' scores of examples with these references: 1 (ground truth) or −1
+    (inverted) on reference tokens, 0 elsewhere, plus the ``random`` explainer's score
+    (in [0, 1)) divided by n + 1 (n = the example's tokens). The small random part
+    orders the tokens within each group as ``random`` does and never crosses groups,
+    even when a metric sums the pieces of a word (at most n pieces of less than
+    1/(n + 1) each); metrics that read magnitudes (the soft ones) see a mask.
 
     >>> oracle_scores(INVERTED, [(False, True, True)], [[0.5, 0.25, 0.75]])
-    [[0.5, -0.75, -0.25]]
+    [[0.125, -0.9375, -0.8125]]
     """
     sign = {GROUND_TRUTH: 1.0, INVERTED: -1.0}[name]
-    return [[s + sign * float(r) for s, r in zip(scores, ref or (), strict=True)]
+    return [[sign * float(r) + s / (len(scores) + 1)
+             for s, r in zip(scores, ref or (), strict=True)]
             for ref, scores in zip(references, random, strict=True)]
 
 

@@ -320,3 +320,27 @@ def test_a_model_that_ignores_its_ground_truth_is_left_out(tmp_path):
     assert meta_eval.explainer_table(values)[0]["seeds"] == [0]
     assert meta_eval.metric_table(values)[0]["seeds"] == [0]
     assert "no: left out" in meta_eval.render(values, tables=["reliance"], captions=False)
+
+
+def test_oracles_survive_words_summed_from_pieces():
+    """On a subword model a metric sums a word's pieces: a long word of ordinary pieces
+    must still rank below the truth (it did not when the oracle added 1 to random scores
+    in [0, 1): three pieces could outscore a two-piece shortcut word)."""
+    import torch
+
+    from faithbench.benchmark.core.api import Batch, MetricInput
+    from faithbench.metrics.plausibility import r_precision
+
+    # words: 0 = pieces 0-1 (the shortcut word), 1 = pieces 2-5 (a four-piece word), 2 = piece 6
+    ref = (True, True, False, False, False, False, False)
+    base = [[0.0, 0.0, 0.99, 0.99, 0.99, 0.99, 0.5]]
+    words = torch.tensor([[0, 0, 1, 1, 1, 1, 2]])
+    batch = Batch(torch.arange(5, 12).unsqueeze(0), torch.ones(1, 7, dtype=torch.bool), ("x",),
+                  words=words)
+    for name, expected in ((meta_eval.GROUND_TRUTH, 1.0), (meta_eval.INVERTED, 0.0)):
+        scores = torch.tensor(meta_eval.oracle_scores(name, [ref], base))
+        inp = MetricInput(batch, scores, torch.tensor([0]), torch.full((1, 2), 0.5), None,
+                          torch.tensor([ref]))
+        assert r_precision(inp, granularity=None).item() == expected
+    gt = meta_eval.oracle_scores(meta_eval.GROUND_TRUTH, [ref], base)[0]
+    assert sum(gt[:2]) > sum(gt[2:6]) > gt[6]  # summed: the truth, then the rest as random
