@@ -203,8 +203,9 @@ def test_meta_eval_on_synthetic_end_to_end_and_resumes(tmp_path, capsys, one_thr
 
 
 def test_meta_eval_refuses_a_task_without_ground_truth(tmp_path, capsys):
-    assert main(["meta-eval", "--tasks", "alignment", "--out", str(tmp_path), *FAST]) == 2
-    assert "ground truth" in capsys.readouterr().err
+    for task in ("alignment", "sentiment"):  # none, or human rationales: not what a model used
+        assert main(["meta-eval", "--tasks", task, "--out", str(tmp_path), *FAST]) == 2
+        assert "planted ground truth" in capsys.readouterr().err
 
 
 def test_tables_only_without_values_names_the_file(tmp_path, capsys):
