@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from faithbench.benchmark.core import stats
+from faithbench.benchmark.core import seed_interval, stats
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.records import append_jsonl, read_jsonl
@@ -348,7 +348,6 @@ def metric_table(values: Values) -> list[dict]:
                 continue
             means = _means(values, task, metric, explainers, seeds)
             truth = _means(values, task, precision, explainers, seeds)
-            others = [e for e in explainers if e not in ORACLES]
             by_mean = dict(zip(explainers, means))
             per_seed = [kendall(_means(values, task, metric, explainers, [s]),
                                 _means(values, task, precision, explainers, [s]))
@@ -361,9 +360,6 @@ def metric_table(values: Values) -> list[dict]:
                                            first=False, seeds=seeds),
                    "tau": kendall(means, truth),
                    "tau_seeds": [t for t in per_seed if t is not None],
-                   "tau_real": kendall([by_mean[e] for e in others],
-                                       [truth[explainers.index(e)] for e in others])
-                   if len(others) >= 2 else None,
                    "rank_of_truth": 1 + int(sum(m > by_mean[GROUND_TRUTH] for m in means))}
             other = eraser_pair(metric)
             if other is not None and (task, other, GROUND_TRUTH) in values.rows:
@@ -390,13 +386,12 @@ def seed_t(per_seed: Sequence[float], alpha: float = 0.05,
     >>> round(seed_t([0.5, 0.7, 0.6])["ci_low"], 3), seed_t([0.9, 1.0, 1.0])["ci_high"]
     (0.352, 1.0)
     """
-    from scipy.stats import t
-
     v = np.asarray(per_seed, dtype=float)
     mean = float(v.mean())
     if len(v) < 2:
         return {"mean": mean, "ci_low": None, "ci_high": None, "n_seeds": len(v)}
-    half = float(t.ppf(1 - alpha / 2, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
+    # one value per seed: the seed part of the project's interval alone (t on S - 1 df)
+    half = seed_interval.seed_parts(v[:, None]).half_width(alpha)
     return {"mean": mean, "ci_low": max(bounds[0], mean - half),
             "ci_high": min(bounds[1], mean + half), "n_seeds": len(v)}
 
@@ -530,19 +525,11 @@ def evaluate(config) -> tuple[Path, list]:
     from faithbench import metrics as registry
     from faithbench import submissions
     from faithbench import tasks as task_registry
-    from faithbench.benchmark.core.errors import PluginError
-    from faithbench.benchmark.runner import (
-        check_explainer,
-        record_failure,
-        resolve_explainer,
-        serviceable,
-    )
-    from faithbench.benchmark.session import confinement, open_session
+    from faithbench.benchmark.runner import check_explainer, load_explainers, serviceable
+    from faithbench.benchmark.session import open_session
     from faithbench.leaderboard.suite import selection_label
 
-    refs = list(dict.fromkeys(config.explainers or submissions.REFERENCE))
-    base = submissions.get_explainer("random")  # the oracles' tie-free base
-    for ref in refs:  # a typo stops here, before any model is prepared
+    for ref in config.explainers:  # a typo stops here, before any model is prepared
         check_explainer(ref)
     asked = [registry.resolve(m) for m in config.metrics]
     for m in asked:
@@ -560,8 +547,12 @@ def evaluate(config) -> tuple[Path, list]:
     out = Path(config.out)
     path = out / "meta_eval" / VALUES
     path.parent.mkdir(parents=True, exist_ok=True)
-    done, failures = done_keys(path), []
+    loaded, _, failures = load_explainers(config)  # once: a plugin loads in a worker
+    for f in failures:
+        append_jsonl(out / "failures.jsonl", f.as_dict())
+    done = done_keys(path)
     truth = [registry.get_metric(m) for m in TRUTH_MEASURES]
+    bilstm = not (config.model_path or config.model not in (None, "bilstm"))
     for name in config.tasks:
         for seed in config.seeds:
             session = open_session(name, config, seed)
@@ -575,35 +566,48 @@ def evaluate(config) -> tuple[Path, list]:
                           selection_label(config.as_dict()))
             if row_key(model, "-", "reliance") not in done:
                 write_reliance(path, model, reliance(session))
-            bilstm = not (config.model_path or config.model not in (None, "bilstm"))
-            metrics = truth + (asked or default_metrics(session.spec.kind, retrains=bilstm))
-            metrics = session.applicable(metrics)
-            loaded = []
-            for ref in refs:
-                try:
-                    loaded.append(resolve_explainer(ref, confinement(config)))
-                except PluginError as exc:
-                    failures.append(record_failure(out, exc, session.spec.id, ref, seed))
-            if not config.explainers:
-                loaded = serviceable(loaded, session.prepared.model, session.spec.id)
-            for explainer in [*loaded, *ORACLES]:
-                label = explainer if isinstance(explainer, str) else explainer.spec.id
-                todo = [m for m in metrics if row_key(model, label, m.spec.id) not in done]
-                if not todo:
-                    continue
-                try:
-                    scores = (oracle_scores(explainer, [e.reference for e in session.examples],
-                                            session.explain(base).scores)
-                              if isinstance(explainer, str) else session.explain(explainer).scores)
-                except PluginError as exc:
-                    failures.append(record_failure(out, exc, session.spec.id, label, seed))
-                    continue
-                for metric in todo:  # an oracle's scores-only retraining metric: base stands in
-                    scored = session.score(metric, scores, explainer=base
-                                           if isinstance(explainer, str) else explainer)
-                    write_values(path, model, label, metric.spec.id, metric.spec.direction,
-                                 scored.ids, scored.values.tolist())
+            metrics = session.applicable(
+                truth + (asked or default_metrics(session.spec.kind, retrains=bilstm)))
+            explainers = (loaded if config.explainers else
+                          serviceable(loaded, session.prepared.model, session.spec.id))
+            failures += _score_model(path, session, model, explainers, metrics, done,
+                                     submissions.get_explainer("random"))
     return path, failures
+
+
+def _score_model(path: Path, session, model: Model, explainers: list, metrics: list,
+                 done: set[str], base) -> list:
+    """Every (explainer or oracle, metric) of one model not yet in the values file; the
+    oracles are built on ``base``'s (``random``'s) scores, explained once. Returns the
+    plugin failures (recorded in ``failures.jsonl``)."""
+    from faithbench.benchmark.core.errors import PluginError
+    from faithbench.benchmark.runner import record_failure
+
+    references = [e.reference for e in session.examples]
+    failures, random_scores = [], None
+    for explainer in [*explainers, *ORACLES]:
+        oracle = isinstance(explainer, str)
+        label = explainer if oracle else explainer.spec.id
+        todo = [m for m in metrics if row_key(model, label, m.spec.id) not in done]
+        if not todo:
+            continue
+        try:
+            if oracle:
+                random_scores = random_scores or session.explain(base).scores
+                scores = oracle_scores(explainer, references, random_scores)
+            else:
+                scores = session.explain(explainer).scores
+        except PluginError as exc:
+            failures.append(record_failure(Path(session.config.out), exc, session.spec.id,
+                                           label, session.seed))
+            continue
+        if label == base.spec.id:
+            random_scores = scores
+        for metric in todo:  # an oracle's scores-only retraining metric: base stands in
+            scored = session.score(metric, scores, explainer=base if oracle else explainer)
+            write_values(path, model, label, metric.spec.id, metric.spec.direction,
+                         scored.ids, scored.values.tolist())
+    return failures
 
 
 # -- rendering ---------------------------------------------------------------------------
@@ -680,14 +684,17 @@ def _explainer_rows(values: Values) -> tuple[list, list]:
     tasks = values.tasks()
     names = list(dict.fromkeys(r["explainer"] for r in ex))
     cell = {(r["task"], r["explainer"]): r for r in ex}
+    def first_precision(name):  # best first on the first task; n/a last
+        mean = (cell.get((tasks[0], name), {}).get("r_precision") or {}).get("mean")
+        return -1.0 if mean is None else mean
+
     rows = []
-    for name in names:
+    for name in sorted(names, key=first_precision, reverse=True):
         row = [short(name) if sum(short(n) == short(name) for n in names) == 1 else name]
         for task in tasks:
             r = cell.get((task, name), {})
             row += [_ci(r.get("r_precision")), _ci(r.get("mean_rank"), ".2f")]
         rows.append(row)
-    rows.sort(key=lambda r: -float(r[1].split()[0]) if r[1] != "n/a" else 0.0)
     return rows, ["explainer"] + [h for t in tasks for h in (f"{t} precision@k ↑",
                                                             f"{t} mean rank ↓")]
 

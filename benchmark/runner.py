@@ -188,7 +188,7 @@ def run(config: RunConfig) -> RunSummary:
     start, started = time.perf_counter(), time.time()
     out = Path(config.out)
     check_names(config)  # names first: a typo stops the run before it trains
-    explainers, refs, load_failures = _load_explainers(config)
+    explainers, refs, load_failures = load_explainers(config)
     out.mkdir(parents=True, exist_ok=True)
     summary = RunSummary(out, selection=selection_label(config.as_dict()))
     summary.failures += load_failures
@@ -247,7 +247,7 @@ def record_failure(out: Path, exc: PluginError, task: str, explainer: str,
     return failure
 
 
-def _load_explainers(config: RunConfig):
+def load_explainers(config: RunConfig):
     """The explainers that load, {spec id: the reference the run was given} (what a job
     on another process loads one by), and the failures of the others."""
     loaded, failures, refs_of = [], [], {}

@@ -98,9 +98,9 @@ def shortcut_label(tokens: tuple[str, ...], kind: str) -> int | None:
     return TOKENS.index(present[0]) if sorted(present) == sorted(TOKENS) else None
 
 
-def _planted(e: Example, label: int, kind: str, rng: random.Random, suffix: str = "") -> Example:
+def _planted(e: Example, label: int, kind: str, rng: random.Random) -> Example:
     tokens, ref = plant(e.tokens, label, kind, rng)
-    return replace(e, id=e.id + suffix, tokens=tokens, label=label, reference=ref)
+    return replace(e, tokens=tokens, label=label, reference=ref)
 
 
 def with_shortcuts(kind: str, splits: dict[str, list[Example]], seed: int = DATA_SEED

@@ -54,13 +54,8 @@ def main(args) -> int:
     from faithbench.benchmark.core.records import read_jsonl
 
     if args.metric_agreement:
-        records = []
-        for run in args.metric_agreement:
-            path = Path(run) / "results.jsonl" if Path(run).is_dir() else Path(run)
-            if not path.is_file():
-                raise InputError(f"--metric-agreement {run}: no results.jsonl there (a "
-                                 "`faithbench run --out` folder)")
-            records += read_jsonl(path)
+        records = options.read_given(args.metric_agreement, "--metric-agreement",
+                                     ("results.jsonl",), read_jsonl)
         rows = meta_eval.metric_agreement(records)
         if not rows:
             raise InputError("--metric-agreement: no two faithfulness metrics scored the same "

@@ -4,6 +4,7 @@ one translation of parsed arguments into a ``RunConfig``."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from faithbench.benchmark.core.device import PRECISIONS, resolve
@@ -230,3 +231,15 @@ def check_names(args, cfg: RunConfig) -> None:
     refs = [r for r in (getattr(args, "explainer", None), getattr(args, "submission", None)) if r]
     check(replace(cfg, tasks=(task,) if task else cfg.tasks,
                   explainers=cfg.explainers + tuple(refs)))
+
+
+def read_given(paths: list[str], flag: str, names: tuple[str, ...], read) -> list:
+    """Everything ``read`` finds in each of ``paths``: the file itself, or the first of
+    ``names`` inside the folder; a path holding none is an input error naming ``flag``."""
+    found = []
+    for given in map(Path, paths):
+        path = next((p for p in (given, *(given / n for n in names)) if p.is_file()), None)
+        if path is None:
+            raise InputError(f"{flag} {given}: no {' or '.join(names)} there")
+        found += read(path)
+    return found

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 
+from faithbench.benchmark.cli.options import read_given
 from faithbench.benchmark.plan import DEFAULT_OUT
 
 NAME = "site"
@@ -95,7 +96,7 @@ def meta_eval_values(paths: list[str]):
     from faithbench.benchmark import meta_eval
     from faithbench.benchmark.core.records import read_jsonl
 
-    rows = _read_given(paths, "--meta-eval", ("values.jsonl", "meta_eval/values.jsonl"),
+    rows = read_given(paths, "--meta-eval", ("values.jsonl", "meta_eval/values.jsonl"),
                        read_jsonl)
     return meta_eval.Values.of_rows(rows)
 
@@ -104,27 +105,11 @@ def agreement_records(paths: list[str]) -> list:
     """The agreement records of files or folders (DIR/agreement.jsonl)."""
     from faithbench.benchmark.core.records import read_agreements
 
-    return _read_given(paths, "--agreement", ("agreement.jsonl",), read_agreements)
+    return read_given(paths, "--agreement", ("agreement.jsonl",), read_agreements)
 
 
 def roar_rows(paths: list[str]) -> list:
     """The ROAR rows of files or folders (DIR/rows.jsonl or DIR/roar/rows.jsonl)."""
     from faithbench.benchmark.core.records import read_roar_rows
 
-    return _read_given(paths, "--roar", ("rows.jsonl", "roar/rows.jsonl"), read_roar_rows)
-
-
-def _read_given(paths: list[str], flag: str, names: tuple[str, ...], read) -> list:
-    """Everything ``read`` finds in each of ``paths``: the file itself, or the first of
-    ``names`` inside the folder; a path holding none is an input error naming ``flag``."""
-    from pathlib import Path
-
-    from faithbench.benchmark.core.errors import InputError
-
-    found = []
-    for given in map(Path, paths):
-        path = next((p for p in (given, *(given / n for n in names)) if p.is_file()), None)
-        if path is None:
-            raise InputError(f"{flag} {given}: no {' or '.join(names)} there")
-        found += read(path)
-    return found
+    return read_given(paths, "--roar", ("rows.jsonl", "roar/rows.jsonl"), read_roar_rows)
