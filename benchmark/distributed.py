@@ -209,7 +209,7 @@ def run_units(config: RunConfig, explainers: list, refs: dict[str, str], done: d
     labels: list[tuple[str, str]] = []
     for i, (task_name, seed) in enumerate(plan.models(config)):
         session = open_session(task_name, config, seed)  # the model, from the cache
-        summary.accuracy[f"{session.spec.id}/seed={seed}"] = session.prepared.accuracy
+        summary.model(session)
         units, _, by_id = session_units(session, explainers)
         progress.model(i, (u.key for u in units), done)
         for explainer_id, explainer in by_id.items():

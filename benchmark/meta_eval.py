@@ -58,7 +58,25 @@ RELIANCE_MIN = 0.95
 VALUES = "values.jsonl"
 # tasks whose references mark what the model must use (planted); a human rationale
 # (SST-2's phrases, e-SNLI) says what people find plausible, not what a model relied on
-GROUND_TRUTH_TASKS = ("synthetic", "shortcut_single", "shortcut_pair")
+def ground_truth_tasks() -> list[str]:
+    """The registered tasks that plant their references (``TaskSpec.ground_truth``)."""
+    from faithbench import tasks as task_registry
+
+    return [name for name, task in task_registry.REGISTRY.items() if task.spec.ground_truth]
+
+
+def planted(name: str, config) -> bool:
+    """Whether task ``name``'s references are a ground truth: a task that plants them, or
+    a user's dataset whose rationale column is declared planted (an unknown name: "did
+    you mean")."""
+    from faithbench import tasks as task_registry
+
+    task = task_registry.get_task(name)
+    if task.spec.ground_truth:
+        return True
+    own = config.dataset
+    return (name in task_registry.OWN_DATA and own is not None and own.rationale is not None
+            and own.rationale_kind == "planted")
 
 
 def oracle_scores(name: str, references: Iterable[Sequence[bool] | None],
@@ -524,7 +542,6 @@ def evaluate(config) -> tuple[Path, list]:
     there are not computed again. Returns (that path, plugin failures)."""
     from faithbench import metrics as registry
     from faithbench import submissions
-    from faithbench import tasks as task_registry
     from faithbench.benchmark.runner import check_explainer, load_explainers, serviceable
     from faithbench.benchmark.session import open_session
     from faithbench.leaderboard.suite import selection_label
@@ -538,12 +555,13 @@ def evaluate(config) -> tuple[Path, list]:
                              "data or models, which the ground-truth oracles cannot do; "
                              "use it in `faithbench run`")
     for name in config.tasks:
-        task_registry.get_task(name)  # an unknown name: "did you mean"
-        if name not in GROUND_TRUTH_TASKS:
+        if not planted(name, config):
             raise InputError(f"meta-eval needs a task whose references are planted ground "
                              f"truth; {name}'s are not (human rationales say what people "
                              "find plausible, not what the model used): use "
-                             f"{', '.join(GROUND_TRUTH_TASKS)}")
+                             f"{', '.join(ground_truth_tasks())}, or your own data "
+                             "(text, text_pair) with --rationale-column and "
+                             "--rationale-kind planted")
     out = Path(config.out)
     path = out / "meta_eval" / VALUES
     path.parent.mkdir(parents=True, exist_ok=True)

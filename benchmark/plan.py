@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from dataclasses import fields as dataclass_fields
 
-from faithbench.benchmark.core.api import TaskOptions
+from faithbench.benchmark.core.api import DatasetOptions, TaskOptions
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.executor import Executor, make_executor
 from faithbench.benchmark.core.files import content_hash
@@ -76,11 +76,17 @@ class Evaluation:
     sample_seed: int = 0
     explainer_seed: int | None = None
     precision: str = "fp32"  # bf16: the transformer family's passes under autocast
+    half_weights: bool = False  # trained weights rounded to float16 (the published models)
+    dataset: DatasetOptions | None = None  # the text and text_pair tasks' own data
+    published: str | None = None  # a release folder: its models, never trained here
 
     def as_dict(self) -> dict:
         d = asdict(self)
-        if d["precision"] == "fp32":  # records written before it existed stay the same
-            del d["precision"]
+        # at their defaults left out: records written before they existed stay the same
+        for name, default in (("precision", "fp32"), ("half_weights", False),
+                              ("dataset", None), ("published", None)):
+            if d[name] == default:
+                del d[name]
         return d
 
     def task_options(self, seed: int, device: str = "cpu") -> TaskOptions:
@@ -91,7 +97,9 @@ class Evaluation:
                            gold_out_of_range=self.gold_out_of_range,
                            masked_training=self.masked_training, model=self.model,
                            model_path=self.model_path, model_layers=self.model_layers,
-                           device=device, precision=self.precision)
+                           device=device, precision=self.precision,
+                           half_weights=self.half_weights, dataset=self.dataset,
+                           published=self.published)
 
 
 @dataclass(frozen=True)
@@ -111,6 +119,8 @@ class Execution:
     address: str | None = None
     progress: bool = True
     device: str = "cpu"
+    # score a model the gate refuses (its records say so, so the value is marked)
+    allow_weak_model: bool = False
 
     def job_executor(self) -> Executor:
         """Where retraining jobs run (``--executor``, ``--workers``, ``--address``)."""
@@ -154,6 +164,10 @@ class RunConfig:
     explainer_seed: int | None = None  # the explainers' generator; None: each model seed
     device: str = "cpu"  # where models train and run: a resolved torch device (--device)
     precision: str = "fp32"  # bf16: the transformer family under autocast (--precision)
+    half_weights: bool = False  # trained weights rounded to float16 (--half-weights)
+    allow_weak_model: bool = False  # score a model the gate refuses, marked (core.gate)
+    dataset: DatasetOptions | None = None  # --dataset and its columns (tasks text, text_pair)
+    published: str | None = None  # a release folder whose models are loaded (submit --published)
 
     def __post_init__(self):
         for name in ("limit", "sample"):
@@ -165,9 +179,10 @@ class RunConfig:
             raise InputError(f"--sandbox with --device {self.device}: the sandbox's private "
                              "/dev holds no GPU, so a sandboxed plugin could not reach the "
                              "model; give --device cpu, or leave out --sandbox")
-        if self.limit is not None and self.sample is not None:
-            raise InputError("--limit N (the first N examples) and --sample N (N at random) "
-                             "exclude each other; give one")
+        if self.limit is not None and self.sample is not None and self.sample >= self.limit:
+            raise InputError(f"--sample {self.sample} draws from the first --limit "
+                             f"{self.limit} examples: give a sample smaller than the limit, "
+                             "or one of the two")
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -186,7 +201,8 @@ class RunConfig:
     def of(cls, evaluation: Evaluation, execution: Execution, *, out: str) -> RunConfig:
         """The configuration of a job that needs only these: e.g. a sweep's explain job
         on a worker, which explains into ``out`` (no task lists, notes or leaderboard)."""
-        return cls(out=out, write_leaderboard=False, **evaluation.as_dict(),
+        return cls(out=out, write_leaderboard=False,
+                   **{f: getattr(evaluation, f) for f in _fields(Evaluation)},
                    **asdict(execution))
 
     def seeds_of(self, model_seed: int) -> Seeds:
@@ -196,9 +212,11 @@ class RunConfig:
     @property
     def selection(self) -> int | dict | None:
         """Which examples of the split are scored, as keys hash it: None (all), N (the
-        first N; the value schema-1 keys hashed), or {"sample": N, "seed": S}."""
+        first N; the value schema-1 keys hashed), {"sample": N, "seed": S}, or that with
+        "limit": L (N drawn from the first L)."""
         if self.sample is not None:
-            return {"sample": self.sample, "seed": self.sample_seed}
+            drawn = {"sample": self.sample, "seed": self.sample_seed}
+            return drawn if self.limit is None else {**drawn, "limit": self.limit}
         return self.limit
 
 
@@ -210,11 +228,12 @@ def select(prepared, split: str, config: RunConfig) -> list:
     """The examples of ``split`` that ``config`` scores: all, the task's first ``limit``
     (``prepared.examples``: alignment counts sentence pairs), or ``sample`` drawn without
     replacement by ``random.Random(sample_seed)`` among the groups (``group_of``: the
-    rows of one sentence pair stay together), kept in split order. On a file sorted by
-    label the first N are a biased sample; the draw is not."""
+    rows of one sentence pair stay together) of all of them, or of the first ``limit``
+    where both are given, kept in split order. On a file sorted by label the first N are
+    a biased sample; the draw is not."""
     if config.sample is None:
         return prepared.examples(split, config.limit)
-    examples = prepared.examples(split)
+    examples = prepared.examples(split, config.limit)
     groups = list(dict.fromkeys(prepared.group_of(e) for e in examples))
     if config.sample >= len(groups):
         return examples

@@ -59,11 +59,12 @@ def provenance(session: EvaluationSession, *, seeds: dict[str, int], **config: A
     model's config, and ``config``'s other parts (the explainer and metric specs)."""
     p = session.prepared
     where = Placement(session.config.device, session.config.precision).describe()
+    report = session.report
     return Provenance(**environment(), device=where, data_fingerprint=p.data_fingerprint,
                       checkpoint=p.checkpoint, cache_key=p.cache_key, model_accuracy=p.accuracy,
                       config={"run": session.config.evaluation.as_dict(), "task": p.config,
                               **config},
-                      seeds=seeds)
+                      seeds=seeds, model=None if report is None else report.as_dict())
 
 
 def record(session: EvaluationSession, unit: Unit, explainer, metric, scored: Scored,
@@ -91,7 +92,8 @@ def record(session: EvaluationSession, unit: Unit, explainer, metric, scored: Sc
                       explain_backward_rows=explained.cost.backward_rows,
                       explain_forward_equivalents=explained.cost.forward_equivalents,
                       explain_peak_mib=explained.cost.peak_mib,
-                      explain_peak_method=explained.cost.peak_method),
+                      explain_peak_method=explained.cost.peak_method,
+                      explain_requested_rows=explained.cost.requested_rows),
         extra={name: int(flag.sum()) for name, flag in scored.flags.items()},
     )
 

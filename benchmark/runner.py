@@ -78,10 +78,17 @@ class RunSummary:
     rows_requested: int = 0  # perturbed rows the metrics and perturbation explainers asked for
     rows_forwarded: int = 0  # distinct rows that went through a model
     selection: str = "all"  # which examples of each split (selection_label)
+    # (task id, seed) -> what made the model and its gate check (``core.gate``)
+    models: dict = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
         return 1 if self.failures else 0
+
+    def model(self, session: EvaluationSession) -> None:
+        """Note the session's model: its accuracy per split and its report."""
+        self.accuracy[f"{session.spec.id}/seed={session.seed}"] = session.prepared.accuracy
+        self.models[(session.spec.id, session.seed)] = session.report
 
 
 def configured(ref: str):
@@ -176,6 +183,13 @@ def check_names(config: RunConfig) -> None:
     found here, not loaded (``check_explainer``)."""
     for name in config.tasks:
         task_registry.get_task(name)
+    own = [t for t in config.tasks if t in task_registry.OWN_DATA]
+    if config.dataset is not None and not own:
+        raise InputError(f"--dataset {config.dataset.source} is read by the tasks "
+                         f"{' and '.join(task_registry.OWN_DATA)}; add --tasks text (or "
+                         "text_pair)")
+    for name in own:
+        task_registry.get_task(name).dataset_of(config.evaluation.task_options(0))
     for name in config.metrics:
         metric_registry.resolve(name)
     for ref in config.explainers:
@@ -202,7 +216,7 @@ def run(config: RunConfig) -> RunSummary:
         if config.executor == "in-process":
             for i, (task_name, seed) in enumerate(plan.models(config)):
                 session = open_session(task_name, config, seed)
-                summary.accuracy[f"{session.spec.id}/seed={seed}"] = session.prepared.accuracy
+                summary.model(session)
                 _run_session(session, explainers, done, summary,
                              _Progress(progress, i, since))
                 summary.rows_requested += session.perturber.rows_requested

@@ -51,24 +51,23 @@ def score_batches(session: EvaluationSession, metric, scores: Sequence[Sequence[
     rate = reference_rate(examples) if metric.spec.needs_reference else None
     size, values, stats, curves = session.config.batch_size, [], [], []
     flags: dict[str, list] = {}
-    bar = progress_bar(total=len(examples), desc=f"score {metric.spec.name}", leave=False,
-                       show=session.config.progress)
     model_eval(session.prepared.model)  # whatever ran before, metrics see no dropout
-    for i, (batch, _, reference) in enumerate(session.batches(examples)):
-        sl = slice(i * size, i * size + len(batch))
-        out = metric.compute(MetricInput(
-            batch=batch, scores=padded(scores[sl], batch.ids.shape), target=targets[sl],
-            base_probs=probs[sl], perturber=session.perturber, reference=reference,
-            reference_rate=rate))
-        values.append(out.values.double().cpu().numpy())
-        for name, flag in out.flags.items():
-            flags.setdefault(name, []).append(flag.cpu().numpy())
-        if out.stats is not None:
-            stats.append(out.stats.double().cpu().numpy())
-        if out.curve is not None:
-            curves.append(out.curve.double().cpu().numpy())
-        bar.update(len(batch))
-    bar.close()
+    with progress_bar(total=len(examples), desc=f"score {metric.spec.name}", leave=False,
+                      show=session.config.progress) as bar:
+        for i, (batch, _, reference) in enumerate(session.batches(examples)):
+            sl = slice(i * size, i * size + len(batch))
+            out = metric.compute(MetricInput(
+                batch=batch, scores=padded(scores[sl], batch.ids.shape), target=targets[sl],
+                base_probs=probs[sl], perturber=session.perturber, reference=reference,
+                reference_rate=rate))
+            values.append(out.values.double().cpu().numpy())
+            for name, flag in out.flags.items():
+                flags.setdefault(name, []).append(flag.cpu().numpy())
+            if out.stats is not None:
+                stats.append(out.stats.double().cpu().numpy())
+            if out.curve is not None:
+                curves.append(out.curve.double().cpu().numpy())
+            bar.update(len(batch))
     _check_stats(metric, stats, len(values))
     scored = Scored(
         ids=[e.id for e in examples],

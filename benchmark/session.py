@@ -28,9 +28,10 @@ from faithbench.benchmark.core.api import Example, Explainer, PreparedTask, Task
 from faithbench.benchmark.core.cache import cache_dir
 from faithbench.benchmark.core.cost import Cost
 from faithbench.benchmark.core.files import content_hash
+from faithbench.benchmark.core.gate import ModelReport, gate
 from faithbench.benchmark.core.isolation import Confinement, is_reference, plugin_caller
 from faithbench.benchmark.core.perturb import Perturber, share_engine
-from faithbench.benchmark.core.progress import progress_bar, shown
+from faithbench.benchmark.core.progress import progress_bar, shown, stage
 from faithbench.benchmark.core.records import ResultRecord
 from faithbench.benchmark.core.stats import Estimate
 from faithbench.benchmark.core.validation import model_eval, spot_check
@@ -57,8 +58,17 @@ def open_session(task_name: str, config: RunConfig, seed: int | None = None
     seed = config.seeds[0] if seed is None else seed
     task = task_registry.get_task(task_name)
     options = config.evaluation.task_options(seed, config.device)
-    prepared = task.prepare(options, progress=shown(config.progress))
+    with stage(f"prepare the {task_name} model, seed {seed} (data, training or the cache)"):
+        prepared = task.prepare(options, progress=shown(config.progress))
     return EvaluationSession(prepared, config, seed=seed, task=task, options=options)
+
+
+def gated(prepared: PreparedTask, config: RunConfig, seed: int) -> ModelReport | None:
+    """The model's report once it passed the model gate (``core.gate``): a model that
+    learned nothing stops here, before anything is explained, unless the run allows
+    weak models (then the report says so, and so does every record)."""
+    return gate(getattr(prepared, "report", None), f"{prepared.spec.id} seed {seed}",
+                allow=config.allow_weak_model)
 
 
 class EvaluationSession:
@@ -66,8 +76,11 @@ class EvaluationSession:
 
     def __init__(self, prepared: PreparedTask, config: RunConfig, *, seed: int,
                  examples: list[Example] | None = None, task: Task | None = None,
-                 options: TaskOptions | None = None, share: bool = True):
+                 options: TaskOptions | None = None, share: bool = True,
+                 report: ModelReport | None = None):
         self.prepared, self.config, self.seed = prepared, config, seed
+        # the model gate, once per model: sessions derived from this one pass it on
+        self.report = report or gated(prepared, config, seed)
         self.seeds = config.seeds_of(seed)
         self.task, self.options = task, options
         self.spec = prepared.spec
@@ -96,7 +109,7 @@ class EvaluationSession:
         It shares this session's perturbation engine: a variant either forwarded is
         answered from memory (exact: same model, and a key is what the model sees)."""
         other = EvaluationSession(self.prepared, self.config, seed=self.seed, examples=examples,
-                                  task=self.task, options=self.options)
+                                  task=self.task, options=self.options, report=self.report)
         other.perturber = self.perturber
         other._renewed = self._renewed
         share_engine(self.prepared.model, self.perturber)
@@ -115,7 +128,7 @@ class EvaluationSession:
         split); its explanations are cached under their own split key."""
         config = replace(self.config, split=split, limit=limit, sample=None)
         other = EvaluationSession(self.prepared, config, seed=self.seed, task=self.task,
-                                  options=self.options)
+                                  options=self.options, report=self.report)
         other._renewed = self._renewed
         return other
 
@@ -218,9 +231,9 @@ class EvaluationSession:
         scores = [s for line in done for s in line["scores"]]
         seconds = sum(line["seconds"] for line in done)
         costs = [Cost.from_dict(line) for line in done]  # per batch; summed at the end
-        bar = progress_bar(total=len(self.examples), initial=len(scores), leave=False,
-                           desc=f"explain {explainer.spec.name}", show=self.config.progress)
-        with self.caller(explainer) as caller:
+        with progress_bar(total=len(self.examples), initial=len(scores), leave=False,
+                          desc=f"explain {explainer.spec.name}", show=self.config.progress
+                          ) as bar, self.caller(explainer) as caller:
             for i in range(len(done), len(batches)):
                 batch, start = batches[i][0], time.perf_counter()
                 mine = targets[i * size : i * size + len(batch)]
@@ -233,7 +246,6 @@ class EvaluationSession:
                     append_batch(partial, i, batch, mine, rows, took, caller.cost)
                 scores += rows
                 bar.update(len(batch))
-        bar.close()
         if not is_reference(explainer) and self.config.isolation != "none":
             self._spot_check(explainer, batches, targets, scores)
         if partial:

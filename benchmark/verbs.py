@@ -254,17 +254,21 @@ def agreement(task: str, config: RunConfig, *, k_frac: float = 0.2
     return rows, path, failures
 
 
-def validate_plugin(ref: str, config: RunConfig, n_examples: int = 12) -> list[CheckResult]:
-    """Load a plugin (in a worker) and run every check on the synthetic task's model:
-    ``n_examples`` in one batch, again, in a fresh worker in other orders and batch
-    sizes and each alone (``run_checks``)."""
+def validate_plugin(ref: str, config: RunConfig, n_examples: int = 12,
+                    task: str = "synthetic") -> list[CheckResult]:
+    """Load a plugin (in a worker) and run every check on ``task``'s model (for
+    ``validate``, the synthetic task's; ``submit`` checks on the first task it runs, whose
+    model it prepares anyway): ``n_examples`` of its scored split in one batch, again, in
+    a fresh worker in other orders and batch sizes and each alone (``run_checks``)."""
     box = confinement(config)
     try:
         plugin = resolve_explainer(ref, box)
     except PluginError as exc:
         return [CheckResult("load", False, str(exc))]
-    session = open_session("synthetic", replace(config, data_dir=None, variant=None,
-                                                split=None, limit=n_examples, sample=None))
+    if task == "synthetic":  # generated: no data to read, whatever the run reads
+        config = replace(config, data_dir=None, variant=None)
+    session = open_session(task, replace(config, split=None, limit=n_examples, sample=None),
+                           config.seeds[0])
     batch, _, _ = next(session.prepared.batches(session.examples, n_examples))
     target = session.targets
 
@@ -279,8 +283,9 @@ def validate_plugin(ref: str, config: RunConfig, n_examples: int = 12) -> list[C
 
 
 def submit(ref: str, config: RunConfig) -> tuple[list[CheckResult], RunSummary | None]:
-    """Validate, then run the plugin on the tasks and add its leaderboard entry."""
-    checks = validate_plugin(ref, config)
+    """Validate (on the first task's model: nothing is trained that the tasks do not
+    need), then run the plugin on the tasks and add its leaderboard entry."""
+    checks = validate_plugin(ref, config, task=config.tasks[0])
     if not all(c.passed for c in checks):
         return checks, None
     return checks, run(replace(config, explainers=(ref,)))

@@ -42,7 +42,12 @@ from faithbench.benchmark.core.stats import (
 from faithbench.leaderboard.entry import Entry, matching_entries
 from faithbench.leaderboard.rank import matches, scored_count, seed_matrix
 from faithbench.leaderboard.rows import Compared
-from faithbench.leaderboard.suite import require_same_suite, suite_differences, suite_label
+from faithbench.leaderboard.suite import (
+    require_same_suite,
+    suite_differences,
+    suite_label,
+    suite_labels,
+)
 
 NO_DIFFERENCE = "no significant difference"
 
@@ -191,6 +196,7 @@ def _row(a: Entry, b: Entry, task: str, metric: str, rec: ResultRecord, d, seeds
                                and r.model_seed in seeds]) for e in (a, b))
     return {
         "task": task,
+        "suite": suite_labels([[a, b]], task)[0],
         "family": rec.family,
         "metric": metric,
         "metric_name": short_name(metric),

@@ -6,7 +6,9 @@
                            (and "stats" for a corpus-level metric)
         header.json        written last: schema_version, entry_id, explainer, explainer_name,
                            explainer_spec, submitter, notes, created_at, faithbench_versions,
-                           git_commits, suite, hashes (sha256 of the two files above)
+                           git_commits, suite, models (what made each task's models, and
+                           whether the model gate refused one), hashes (sha256 of the two
+                           files above)
 
 Reading an entry checks both hashes, that the header's suite is the one its results
 give and its entry id the hash of explainer and suite, and recomputes every stored
@@ -54,6 +56,7 @@ from faithbench.benchmark.core.files import atomic_write, content_hash, file_has
 from faithbench.benchmark.core.ids import short_name
 from faithbench.benchmark.core.records import ResultRecord, read_jsonl, write_jsonl_atomic
 from faithbench.benchmark.core.stats import Aggregation
+from faithbench.leaderboard.models import models_of
 from faithbench.leaderboard.suite import (
     ROW_FIELDS,
     check_results,
@@ -155,25 +158,9 @@ def save_entry(
 ) -> Entry:
     """Write (or replace) the entry for these results; the entry as written (what
     ``read_entry`` of its folder gives), so a caller need not read it back."""
-    records = check_results(results)
-    explainer = explainer_of(records, explainer_spec)
-    rows = check_rows(per_example, records)
-    suite = derive_suite(records)
-    entry_id = content_hash({"explainer": explainer, "suite": suite})
-    provenance = [r.provenance for r in records]
-    header = {
-        "schema_version": SCHEMA_VERSION,
-        "entry_id": entry_id,
-        "explainer": explainer,
-        "explainer_name": explainer_spec.get("name") or short_name(explainer),
-        "explainer_spec": _jsonable(explainer_spec, "explainer_spec"),
-        "submitter": submitter,
-        "notes": notes,
-        "created_at": time.time(),
-        "faithbench_versions": sorted({str(p.faithbench) for p in provenance}),
-        "git_commits": sorted({str(p.git_commit) for p in provenance}),
-        "suite": suite,
-    }
+    records, rows, header = checked(results, per_example, explainer_spec, notes=notes,
+                                    submitter=submitter)
+    entry_id, explainer, suite = header["entry_id"], header["explainer"], header["suite"]
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".tmp-{entry_id}-"))
@@ -189,6 +176,33 @@ def save_entry(
     for old in superseded(root, explainer, suite, entry_id):
         _remove(old)
     return Entry(final, header, records, rows)
+
+
+def checked(results: Sequence[ResultRecord | dict], per_example: list[dict],
+            explainer_spec: dict, *, notes: str = "", submitter: str = ""
+            ) -> tuple[list[ResultRecord], list[dict], dict]:
+    """An entry's records and rows, checked against each other (``check_results``,
+    ``check_rows``), and the header they give (all but the files' hashes)."""
+    records = check_results(results)
+    explainer = explainer_of(records, explainer_spec)
+    rows = check_rows(per_example, records)
+    suite = derive_suite(records)
+    provenance = [r.provenance for r in records]
+    header = {
+        "schema_version": SCHEMA_VERSION,
+        "entry_id": content_hash({"explainer": explainer, "suite": suite}),
+        "explainer": explainer,
+        "explainer_name": explainer_spec.get("name") or short_name(explainer),
+        "explainer_spec": _jsonable(explainer_spec, "explainer_spec"),
+        "submitter": submitter,
+        "notes": notes,
+        "created_at": time.time(),
+        "faithbench_versions": sorted({str(p.faithbench) for p in provenance}),
+        "git_commits": sorted({str(p.git_commit) for p in provenance}),
+        "suite": suite,
+        "models": models_of(records),  # what made each task's models; weak ones marked
+    }
+    return records, rows, header
 
 
 def superseded(root: Path, explainer: str, suite: dict, keep: str) -> list[Path]:
@@ -352,6 +366,9 @@ def _check_header(path: Path, header: dict, records: list[ResultRecord]) -> None
         raise IntegrityError(path.with_name("results.jsonl"), str(exc), fix) from None
     if suite != header["suite"]:
         raise IntegrityError(path, "its suite is not the one its results give", fix)
+    if "models" in header and header["models"] != models_of(records):
+        raise IntegrityError(path, "its models (budget, gate) are not the ones its results "
+                             "give", fix)
     if content_hash({"explainer": header["explainer"], "suite": header["suite"]}) \
             != header["entry_id"]:
         raise IntegrityError(path, f"its entry id {header['entry_id']} is not the hash of "

@@ -28,10 +28,11 @@ from typing import Any
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.records import AgreementRecord, read_agreements
 from faithbench.leaderboard.cost import COLUMNS as COST_COLUMNS
-from faithbench.leaderboard.cost import ExplainCost, explain_costs
+from faithbench.leaderboard.cost import RUN_COLUMNS, ExplainCost, RunCost, explain_costs, run_costs
 from faithbench.leaderboard.curves import Curve, curves
 from faithbench.leaderboard.entry import Entry, read_entries
 from faithbench.leaderboard.rank import rank
+from faithbench.leaderboard.reference import write_reference
 from faithbench.leaderboard.render import json_safe
 from faithbench.leaderboard.rows import Ranked
 from faithbench.leaderboard.suite import MODEL_FREE
@@ -42,6 +43,7 @@ RANKED, ENTRIES, MANIFEST = "ranked.jsonl", "entries.jsonl", "manifest.json"
 CURVES = "curves.jsonl"  # erasure curves (from release 2 on; an older release has none)
 AGREEMENT = "agreement.jsonl"  # agreement records, where the release was given some
 ROAR = "roar.json"  # a ROAR sweep's curves and report (``site.roar_summary``), where given
+COSTS = "costs.jsonl"  # per explainer and suite: ``cost.run_costs`` (from release 4 on)
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class Release:
     curves: list[Curve]  # the erasure metrics' curves (``faithbench.leaderboard.curves``)
     agreement: list[AgreementRecord]  # ``faithbench agreement``'s records
     roar: dict | None  # a ROAR sweep's summary: curves with CIs and the report, or None
+    run_costs: list[RunCost]  # per explainer and suite (``leaderboard --cost``)
 
     @property
     def version(self) -> str:
@@ -77,7 +80,7 @@ def describe(e: Entry) -> dict:
             "model_accuracy": sorted({json.dumps(r.provenance.model_accuracy, sort_keys=True)
                                       for r in recs})}
     keep = ("entry_id", "explainer", "explainer_name", "explainer_spec", "suite", "notes",
-            "submitter", "faithbench_versions", "git_commits")
+            "submitter", "faithbench_versions", "git_commits", "models")
     return {**{k: e.header.get(k) for k in keep}, "tasks": per_task}
 
 
@@ -100,6 +103,10 @@ def rerun_command(task: str, entries: list[dict]) -> str:
             parts.append(f"{flag} {shlex.quote(str(run[key]))}")
     if run.get("masked_training"):
         parts.append("--masked-training")
+    if run.get("half_weights"):
+        parts.append("--half-weights")
+    if any(((e.get("models") or {}).get(task) or {}).get("weak") for e in entries):
+        parts.append("--allow-weak-model")  # the gate refused the model; the run allowed it
     if run.get("precision", "fp32") != "fp32":
         parts.append(f"--precision {run['precision']}")
     # the device type it trained on (the default, auto, would take a GPU where there is
@@ -119,9 +126,13 @@ def rerun_command(task: str, entries: list[dict]) -> str:
 def write_release(entries: list[Entry], out: Path, version: str, *,
                   commands: list[str] | None = None,
                   agreement: list[AgreementRecord] | None = None,
-                  roar: dict | None = None) -> list[Path]:
+                  roar: dict | None = None, models: dict[str, dict] | None = None
+                  ) -> list[Path]:
     """Write release ``version`` of ``entries`` (and of ``agreement``'s records, and a
-    ROAR sweep's ``roar`` summary) into ``out``; the files written."""
+    ROAR sweep's ``roar`` summary) into ``out``; the files written. ``models``: the
+    models already packed into ``out`` (checkpoint -> ``lifecycle.pack``'s dict): each
+    suite whose every checkpoint is among them lists them, and its entries are written
+    in full (``reference.write_reference``) for ``submit --published``."""
     if not entries:
         raise InputError("a release needs at least one entry")
     out.mkdir(parents=True, exist_ok=True)
@@ -133,21 +144,39 @@ def write_release(entries: list[Entry], out: Path, version: str, *,
         ranked.append({**r.as_dict(), **dict(zip(COST_COLUMNS, (c.seconds, c.forward_equivalents)
                                                   if c else (None, None)))})
     described = [describe(e) for e in entries]
-    suites = []
+    suites: list[dict[str, Any]] = []
+    full: set[str] = set()
     for task, suite in dict.fromkeys((r.task, r.suite) for r in rows):
         ids = {r.entry_id for r in rows if (r.task, r.suite) == (task, suite)}
         mine = [d for d in described if d["entry_id"] in ids]
         suites.append({"task": task, "suite": suite, "entries": sorted(ids),
                        "rerun": rerun_command(task, mine)})
-    manifest = {"version": version, "created_at": time.time(), "suites": suites,
-                "commands": commands or [],
-                "faithbench_versions": sorted({v for d in described
-                                               for v in d["faithbench_versions"] or []})}
+        shipped = _shipped(task, mine, models or {})
+        if shipped:
+            suites[-1]["models"] = shipped
+            full |= ids
+    manifest: dict[str, Any] = {
+        "version": version, "created_at": time.time(), "suites": suites,
+        "commands": commands or [],
+        "faithbench_versions": sorted({v for d in described
+                                       for v in d["faithbench_versions"] or []})}
+    if full:
+        manifest["reference"] = write_reference([e for e in entries if e.entry_id in full],
+                                                out)
+        manifest["models"] = {info["file"]: info["sha256"] for suite in suites
+                              for info in suite.get("models", [])}
+        big = [n for n in manifest["reference"] if (out / n).stat().st_size > MAX_BYTES]
+        if big:
+            raise InputError(f"release file {big[0]} is over the {MAX_BYTES:,} bytes a "
+                             "release file may hold; release fewer metrics")
     files = {RANKED: "".join(json.dumps(json_safe(x), ensure_ascii=False) + "\n" for x in ranked),
              ENTRIES: "".join(json.dumps(json_safe(d), ensure_ascii=False, sort_keys=True) + "\n"
                               for d in described),
              CURVES: "".join(json.dumps(json_safe(c.as_dict()), ensure_ascii=False) + "\n"
                              for c in curves(entries)),
+             COSTS: "".join(json.dumps(json_safe(dict(zip(RUN_COLUMNS, c.values()))),
+                                       ensure_ascii=False) + "\n"
+                            for c in run_costs(entries, short=False)),
              MANIFEST: json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"}
     if roar:
         files[ROAR] = json.dumps(json_safe(roar), indent=1, ensure_ascii=False) + "\n"
@@ -163,6 +192,19 @@ def write_release(entries: list[Entry], out: Path, version: str, *,
         (out / name).write_text(text, encoding="utf-8")
         written.append(out / name)
     return written
+
+
+def _shipped(task: str, described: list[dict], models: dict[str, dict]) -> list[dict]:
+    """The packed models of a suite, seed by seed, where every checkpoint of it is packed
+    (an entry no model produced, e.g. an aligner scored from a file, needs none)."""
+    seeds: dict[int, str] = {}
+    for d in described:
+        suite = d["suite"][task]
+        seeds.update(zip(suite["model_seeds"], suite["checkpoints"]))
+    wanted = {s: c for s, c in seeds.items() if c != MODEL_FREE}
+    if not wanted or any(c not in models for c in wanted.values()):
+        return []
+    return [{"seed": s, **models[c]} for s, c in sorted(wanted.items())]
 
 
 def read_release(path: Path | str | None = None) -> Release:
@@ -192,11 +234,30 @@ def read_release(path: Path | str | None = None) -> Release:
         agreement = read_agreements(folder / AGREEMENT) if (folder / AGREEMENT).exists() else []
         roar = (json.loads((folder / ROAR).read_text(encoding="utf-8"))
                 if (folder / ROAR).exists() else None)
+        spent = ([RunCost(**json.loads(line)) for line in
+                  (folder / COSTS).read_text(encoding="utf-8").splitlines()]
+                 if (folder / COSTS).exists() else explain_only(rows, costs))
     except FileNotFoundError as exc:
         raise InputError(f"not a faithbench release: {exc.filename} is missing") from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"release {folder}: not JSON ({exc})") from exc
-    return Release(folder, manifest, rows, costs, entries, found, agreement, roar)
+    return Release(folder, manifest, rows, costs, entries, found, agreement, roar, spent)
+
+
+def explain_only(rows: list[Ranked], costs: dict[tuple[str, str], ExplainCost]
+                 ) -> list[RunCost]:
+    """A release written before it kept ``COSTS``: the explaining's cost per example
+    that its ranked rows carry, one row per explainer and suite (no metric seconds, so
+    no share)."""
+    out = {}
+    for r in rows:
+        c = costs.get((r.entry_id, r.task))
+        if c is not None and (r.task, r.suite, r.entry_id) not in out:
+            out[(r.task, r.suite, r.entry_id)] = RunCost(
+                r.task, r.suite, r.entry_id, r.explainer_name, 1, 1, c.seconds, None, None,
+                None, None if c.forward_equivalents is None else round(c.forward_equivalents),
+                None)
+    return list(out.values())
 
 
 def latest() -> Path:

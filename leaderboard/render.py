@@ -16,19 +16,26 @@ import io
 import json
 import math
 import re
-from collections import Counter
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from tabulate import tabulate
 
 from faithbench.benchmark.core.errors import InputError
-from faithbench.benchmark.core.ids import short_name
+from faithbench.benchmark.core.ids import distinct_labels
 from faithbench.leaderboard import latex
 from faithbench.leaderboard.cost import COLUMNS as COST_COLUMNS
 from faithbench.leaderboard.cost import HEADERS as COST_HEADERS
 from faithbench.leaderboard.cost import NOTE as COST_NOTE
-from faithbench.leaderboard.cost import UNKNOWN, ExplainCost
+from faithbench.leaderboard.cost import (
+    RUN_COLUMNS,
+    RUN_HEADERS,
+    RUN_NOTE,
+    UNKNOWN,
+    ExplainCost,
+    RunCost,
+)
 from faithbench.leaderboard.entry import Entry
 from faithbench.leaderboard.rank import Matrix, matrices, matrices_of_rows
 from faithbench.leaderboard.rows import Compared, Ranked
@@ -177,13 +184,21 @@ def render_leaderboard(rows: list[Ranked], fmt: str = "table",
     labels = _metric_labels([r.metric for r in rows])
     suites = list(dict.fromkeys((r.task, r.suite) for r in rows))
     several = len(suites) > len({task for task, _ in suites})  # a column only then
-    headers = ["task", *(["suite"] if several else []), "family", "metric", "rank",
-               "explainer", *entry_cell("entry", fmt), f"mean [{_ci(rows)}]", "n"]
+    # on a terminal, a column that would hold one value throughout is said once, in the
+    # notes (the publication formats keep their columns)
+    tasks = fmt != "table" or len({r.task for r in rows}) > 1
+    families = fmt != "table" or len({r.family for r in rows}) > 1
+    headers = [*(["task"] if tasks else []), *(["suite"] if several else []),
+               *(["family"] if families else []), "metric", "rank", "explainer",
+               *entry_cell("entry", fmt), f"mean [{_ci(rows)}]", "n"]
+    # a terminal names the suites S1, S2, ... and spells them out in the notes
+    legend = ({suite: f"S{i}" for i, suite in enumerate(dict.fromkeys(r.suite for r in rows), 1)}
+              if several and fmt == "table" else {})
     body = [
         [
-            r.task,
-            *([r.suite] if several else []),
-            r.family,
+            *([r.task] if tasks else []),
+            *([legend.get(r.suite, r.suite)] if several else []),
+            *([r.family] if families else []),
             f"{labels[r.metric]} {ARROWS[r.direction]}",
             f"{r.rank} {OVERLAP}" if r.overlaps_above else str(r.rank),
             r.explainer,
@@ -194,17 +209,23 @@ def render_leaderboard(rows: list[Ranked], fmt: str = "table",
         for r in rows
     ]
     notes = [] if several else [_inline(f"{task}: {suite}", fmt) for task, suite in suites]
+    if rows and not families:
+        notes.append(f"family: {rows[0].family}")
+    if rows and not tasks and several:
+        notes.insert(0, _inline(f"task: {rows[0].task}", fmt))
+    notes += [f"{short}: {_inline(suite, fmt)}" for suite, short in legend.items()]
     if several:
         notes.append("Entries of one task scored on different suites (split, examples, "
                      "model checkpoints) are ranked apart, never against each other.")
     if any(r.overlaps_above for r in rows):
         notes.append(f"{OVERLAP}: its CI overlaps that of the entry listed just above it.")
     notes += seed_note(rows) + undefined_note(rows) + [OVERLAP_IS_NO_TEST]
-    align = ("ll" if several else "l") + "llrl" + "l" * len(entry_cell("", fmt)) + "lr"
+    keep = tasks + several + families
+    align = "l" * keep + "lrl" + "l" * len(entry_cell("", fmt)) + "lr"
     headers, body, align, notes = _with_costs(headers, body, align, notes, costs)
     mean_at = headers.index(f"mean [{_ci(rows)}]")
     bold = [[j == mean_at and r.rank == 1 for j in range(len(headers))] for r in rows]
-    return _text(headers, body, fmt, align, notes, bold)
+    return _text(headers, body, fmt, align, notes, bold, keep=keep + 3)
 
 
 def render_matrix(
@@ -219,12 +240,14 @@ def render_matrix(
     cost: Mapping[tuple[str, str], ExplainCost] | None = None,
     rows: list[Ranked] | None = None,
     short: bool = False,
+    mark: str | None = None,
 ) -> str:
     """Explainers as rows, the task's metrics as columns (``rank.matrix`` picks, ranks
     and orders them; see there for ``sort_by``, ``prefer`` and ``metrics``); with
     ``cost`` (``leaderboard.cost.explain_costs``), each explainer's cost per example
     in the last columns; ``rows``: rows already ranked (a published release's) instead
-    of ranking ``entries``; ``short``: explainers by name (``short_names``)."""
+    of ranking ``entries``; ``short``: explainers by name (``short_names``); ``mark``: an
+    entry id whose row reads "(yours)"."""
     _check_fmt(fmt)
     found = (matrices(entries, task, family=family, sort_by=sort_by, metrics=metrics,
                       prefer=prefer) if rows is None else
@@ -232,6 +255,9 @@ def render_matrix(
                               sort_by=sort_by, metrics=metrics, prefer=prefer))
     if short:
         found = [replace(m, explainers=short_names(m.rows)) for m in found]
+    if mark is not None:
+        found = [replace(m, explainers={e: f"{x} (yours)" if e == mark else x
+                                        for e, x in m.explainers.items()}) for m in found]
     if fmt == "csv":  # one CSV, a suite column telling the tables apart
         return "".join(_matrix_csv(m, cost, header=i == 0) for i, m in enumerate(found))
     return "\n".join(_matrix_text(m, fmt, cost) for m in found)
@@ -239,12 +265,17 @@ def render_matrix(
 
 def short_names(rows: Sequence[Ranked]) -> dict[str, str]:
     """Entry id -> the explainer's name (``lime``, not its id with every parameter),
-    where no other entry of its task and suite has that name; else its full id, so two
-    settings of one explainer stay apart. For tables people read, not for matching."""
-    entries = {(r.task, r.suite, r.entry_id): r for r in rows}
-    count = Counter((task, suite, r.explainer_name) for (task, suite, _), r in entries.items())
-    return {e: r.explainer_name if count[(task, suite, r.explainer_name)] == 1 else r.explainer
-            for (task, suite, e), r in entries.items()}
+    where no other entry of its task and suite has that name; else the name with the
+    parameters in which they differ (``distinct_labels``), so two settings of one
+    explainer stay apart. For tables people read, not for matching."""
+    suites: dict[tuple[str, str], dict[str, Ranked]] = {}
+    for r in rows:
+        suites.setdefault((r.task, r.suite), {})[r.entry_id] = r
+    out: dict[str, str] = {}
+    for entries in suites.values():
+        labels = distinct_labels([r.explainer for r in entries.values()])
+        out.update({e: labels[r.explainer] for e, r in entries.items()})
+    return out
 
 
 def with_short_names(rows: list[Ranked]) -> list[Ranked]:
@@ -272,6 +303,8 @@ def _matrix_csv(m: Matrix, cost, header: bool) -> str:
 
 
 def _matrix_text(m: Matrix, fmt: str, cost) -> str:
+    if fmt == "table":  # the column the rows are sorted by comes first on a terminal
+        m = replace(m, metrics=[m.sort_key] + [c for c in m.metrics if c != m.sort_key])
     costs = None if cost is None else [cost.get((e, m.task), UNKNOWN) for e in m.order]
     labels = _metric_labels(m.metrics)
     heads = {c: f"{labels[c]} {ARROWS[m.direction[c]]}" for c in m.metrics}
@@ -280,20 +313,25 @@ def _matrix_text(m: Matrix, fmt: str, cost) -> str:
         ns = sorted({m.cells[(e, c)].n for c in m.metrics if (e, c) in m.cells})
         n = str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
         body.append([m.explainers[e], *entry_cell(e, fmt), n]
-                    + [_matrix_cell(m.cells[(e, c)]) if (e, c) in m.cells else MISSING
-                       for c in m.metrics])
-    seeds = " s min–max" if any(r.n_seeds > 1 for r in m.rows) else ""
+                    + [_matrix_cell(m.cells[(e, c)], seeds=fmt != "table")
+                       if (e, c) in m.cells else MISSING for c in m.metrics])
+    # a terminal's cells leave out the seeds' range (in the other formats), so three
+    # columns fit in 120 characters
+    ranged = fmt != "table" and any(r.n_seeds > 1 for r in m.rows)
     note = (f"{_inline(m.task, fmt)} ({_inline(m.suite, fmt)}); sorted by "
-            f"{_inline(heads[m.sort_key], fmt)}; cells: mean [{_ci(m.rows)}]{seeds}")
+            f"{_inline(heads[m.sort_key], fmt)}; cells: mean [{_ci(m.rows)}]"
+            + (" s min–max" if ranged else ""))
     headers = ["explainer", *entry_cell("entry", fmt), "n"] + [heads[c] for c in m.metrics]
     align = "l" + "l" * len(entry_cell("", fmt)) + "r" + "r" * len(m.metrics)
-    notes = [note, *seed_note(m.rows), *undefined_note(m.rows), OVERLAP_IS_NO_TEST]
+    seeds = seed_note(m.rows) if ranged else [
+        n.split("; s:")[0] for n in seed_note(m.rows)]
+    notes = [note, *seeds, *undefined_note(m.rows), OVERLAP_IS_NO_TEST]
     headers, body, align, notes = _with_costs(headers, body, align, notes, costs)
     first = len(headers) - len(m.metrics) - (0 if costs is None else len(COST_HEADERS))
     bold = [[first <= j < first + len(m.metrics) and (e, m.metrics[j - first]) in m.cells
              and m.cells[(e, m.metrics[j - first])].rank == 1 for j in range(len(headers))]
             for e in m.order]
-    return _text(headers, body, fmt, align, notes, bold)
+    return _text(headers, body, fmt, align, notes, bold, keep=2 + len(entry_cell("", fmt)))
 
 
 def entry_cell(entry_id: str, fmt: str) -> list[str]:
@@ -313,10 +351,28 @@ def _with_costs(headers: list, body: list, align: str, notes: list, costs) -> tu
             align + "rr", [*notes, COST_NOTE])
 
 
-def _matrix_cell(row: Ranked) -> str:
-    """A matrix cell: the n column holds every metric's n, so the undefined go here."""
+def _matrix_cell(row: Ranked, *, seeds: bool = True) -> str:
+    """A matrix cell: the n column holds every metric's n, so the undefined go here;
+    ``seeds``: with the range of the per-seed means where there are several."""
     k = row.undefined
-    return seed_cell(row) + (f" (+{k} undefined)" if k else "")
+    text = seed_cell(row) if seeds else cell(row.mean, row.ci_low, row.ci_high)
+    return text + (f" (+{k} undefined)" if k else "")
+
+
+def render_costs(rows: list[RunCost], fmt: str = "table") -> str:
+    """``leaderboard.cost.run_costs`` rows: one table per (task, suite), one row per
+    explainer, costliest first; CSV and JSON with every total at full precision."""
+    _check_fmt(fmt)
+    if fmt == "csv":
+        return _csv(list(RUN_COLUMNS), [r.values() for r in rows])
+    if fmt == "json":
+        return _json([dict(zip(RUN_COLUMNS, r.values())) for r in rows])
+    out = []
+    for task, suite in dict.fromkeys((r.task, r.suite) for r in rows):
+        mine = [r for r in rows if (r.task, r.suite) == (task, suite)]
+        out.append(_text(list(RUN_HEADERS), [r.cells() for r in mine], fmt, "lrrrrrrr",
+                         [_inline(f"{task}: {suite}", fmt), RUN_NOTE]))
+    return "\n".join(out)
 
 
 def render_comparison(rows: list[Compared], fmt: str = "table") -> str:
@@ -326,6 +382,7 @@ def render_comparison(rows: list[Compared], fmt: str = "table") -> str:
     if fmt == "csv":
         cols = [
             "task",
+            "suite",
             "family",
             "metric",
             "direction",
@@ -370,6 +427,8 @@ def render_comparison(rows: list[Compared], fmt: str = "table") -> str:
     pairs = sorted({(r.a, r.a_entry, r.b, r.b_entry) for r in rows})
     notes = [_inline(f"A = {a} (entry {ae}); B = {b} (entry {be})", fmt)
              for a, ae, b, be in pairs]
+    notes += [_inline(f"{task}: {suite}", fmt)
+              for task, suite in dict.fromkeys((r.task, r.suite) for r in rows)]
     notes += [comparison_note(rows), *undefined_note(rows)]
     return _text(headers, body, fmt, "llrrrrrrl", notes)
 
@@ -437,10 +496,9 @@ def _check_fmt(fmt: str) -> None:
 
 
 def _metric_labels(metric_ids: list[str]) -> dict[str, str]:
-    """Short names where they are unique among the shown metrics, full ids otherwise."""
-    unique = set(metric_ids)
-    counts = Counter(short_name(m) for m in unique)
-    return {m: short_name(m) if counts[short_name(m)] == 1 else m for m in unique}
+    """Short names where they are unique among the shown metrics, else the name with the
+    parameters in which they differ (``distinct_labels``)."""
+    return distinct_labels(metric_ids)
 
 
 def _ci(rows: Sequence[Ranked | Compared]) -> str:
@@ -473,26 +531,91 @@ def _inline(text: str, fmt: str) -> str:
     return escape(text, "github" if fmt == "markdown" else "simple")
 
 
-def safe_table(rows, headers=(), *, tablefmt: str = "simple", **kwargs) -> str:
+def safe_table(rows, headers=(), *, tablefmt: str = "simple", width: int | None = None,
+               **kwargs) -> str:
     """``tabulate`` with every cell and header escaped (``escape``): every table
     faithbench prints goes through here, so a name or a plugin's message cannot forge
-    rows or columns."""
-    return tabulate([[v if isinstance(v, (int, float)) else escape(v, tablefmt) for v in row]
-                     for row in rows], headers=[escape(h, tablefmt) for h in headers],
-                    tablefmt=tablefmt, **kwargs)
+    rows or columns. ``width``: the widest text columns are wrapped inside their cells
+    until the table fits (``cell_widths``)."""
+    cells = [[v if isinstance(v, (int, float)) else escape(v, tablefmt) for v in row]
+             for row in rows]
+    heads = [escape(h, tablefmt) for h in headers]
+    if width is not None and cells:
+        kwargs["maxcolwidths"] = cell_widths(cells, heads, width)
+    return tabulate(cells, headers=heads, tablefmt=tablefmt, **kwargs)
+
+
+def cell_widths(rows, headers, width: int, least: int = 12) -> list[int]:
+    """The widest a cell of each column may be (longer text wraps in its cell) for a
+    plain table of at most ``width`` characters: the widest columns give way first,
+    none below ``least`` or its header.
+
+    >>> cell_widths([["a", "x" * 100, "y" * 40]], ["h", "id", "text"], 60)
+    [3, 26, 27]
+    """
+    # tabulate pads a column to its header + 2 at least
+    heads = [len(str(h)) + 2 for h in headers] if headers else [0] * len(rows[0])
+    widths = [max([heads[j]] + [len(str(r[j])) for r in rows]) for j in range(len(heads))]
+    floor = [max(least, h) for h in heads]
+    while sum(widths) + 2 * (len(widths) - 1) > width:
+        j = max(range(len(widths)), key=lambda k: widths[k] - floor[k])
+        if widths[j] <= floor[j]:
+            break
+        widths[j] -= 1
+    return widths
 
 
 def _text(headers: list[str], body: list[list[str]], fmt: str, align: str, notes: list[str],
-          bold: list[list[bool]] | None = None) -> str:
+          bold: list[list[bool]] | None = None, keep: int = 1) -> str:
     """A table with its notes below it, or in LaTeX in its caption (``bold``: the cells
-    set in bold there, the best of each metric)."""
+    set in bold there, the best of each metric). A terminal table wider than ``WIDTH``
+    is cut into blocks of columns that fit, each repeating the first ``keep`` columns
+    (the explainer), and its notes are wrapped at ``WIDTH``."""
     if fmt == "latex":
         caption = " ".join(n if n.endswith(".") else f"{n}." for n in notes)
         return latex.table(headers, body, align, caption, bold)
     align_names = {"l": "left", "r": "right"}
-    text = safe_table(body, headers, tablefmt="github" if fmt == "markdown" else "simple",
-                      disable_numparse=True, colalign=[align_names[a] for a in align])
-    return "\n\n".join([text, *notes]) + "\n"
+    if fmt == "markdown":
+        text = safe_table(body, headers, tablefmt="github", disable_numparse=True,
+                          colalign=[align_names[a] for a in align])
+        return "\n\n".join([text, *notes]) + "\n"
+    blocks = [safe_table([[row[j] for j in cols] for row in body], [headers[j] for j in cols],
+                         disable_numparse=True, colalign=[align_names[align[j]] for j in cols])
+              for cols in column_blocks(headers, body, keep)]
+    wrapped = [textwrap.fill(n, WIDTH, break_on_hyphens=False) for n in notes]
+    return "\n\n".join([*blocks, *wrapped]) + "\n"
+
+
+WIDTH = 120  # columns of a terminal table and its notes, as printed by default
+
+
+def column_blocks(headers: Sequence[str], body: Sequence[Sequence[str]], keep: int = 1,
+                  width: int = WIDTH) -> list[list[int]]:
+    """The columns of each block of a table cut to ``width`` characters (tabulate's
+    plain format: columns two spaces apart): the first ``keep`` in every block, then as
+    many of the others, in order, as fit (at least one).
+
+    >>> column_blocks(["name", "a", "b", "c"], [["x" * 10, "1" * 50, "2" * 50, "3" * 50]],
+    ...               width=120)
+    [[0, 1, 2], [0, 3]]
+    """
+    # tabulate pads a column to its header + 2 at least
+    widths = [max([len(str(h)) + 2] + [len(str(row[j])) for row in body])
+              for j, h in enumerate(headers)]
+    fixed = sum(widths[:keep]) + 2 * max(keep - 1, 0)
+    blocks: list[list[int]] = []
+    current: list[int] = []
+    used = fixed
+    for j in range(keep, len(headers)):
+        step = widths[j] + (2 if keep or current else 0)
+        if current and used + step > width:
+            blocks.append(current)
+            current, used = [], fixed
+        current.append(j)
+        used += step
+    if current or not blocks:
+        blocks.append(current)
+    return [list(range(keep)) + b for b in blocks]
 
 
 def _csv(cols: list[str], body: list[list]) -> str:

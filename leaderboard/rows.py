@@ -55,9 +55,11 @@ class Compared:
     p-value and its Holm adjustment over the rows of one ``compare`` call, and the
     verdict: ``better`` names the winning explainer (``better_entry`` its entry) where
     p_holm < alpha, the CI excludes 0 and the metric has a side, else
-    "no significant difference" (and ``better_entry`` None)."""
+    "no significant difference" (and ``better_entry`` None). ``suite``: the suite both
+    were scored on, in words, with what made its models (a weak model says so)."""
 
     task: str
+    suite: str
     family: str
     metric: str
     metric_name: str

@@ -22,6 +22,7 @@ from faithbench.benchmark.core.ids import short_name
 from faithbench.benchmark.core.names import DIRECTIONS
 from faithbench.benchmark.core.records import ResultRecord
 from faithbench.benchmark.core.stats import Aggregation
+from faithbench.leaderboard.models import model_label
 
 ROW_FIELDS = ("task", "model_seed", "metric", "id", "value")
 # the checkpoint of results no model produced (alignments scored from a file): they
@@ -201,11 +202,12 @@ def selection_label(run: dict) -> str:
 
     >>> selection_label({"limit": 300}), selection_label({"sample": 300, "sample_seed": 0})
     ('first 300', 'random 300 (seed 0)')
-    >>> selection_label({"limit": None})
-    'all'
+    >>> selection_label({"limit": None}), selection_label({"sample": 50, "limit": 300})
+    ('all', 'random 50 of the first 300 (seed 0)')
     """
     if run.get("sample") is not None:
-        return f"random {run['sample']} (seed {run.get('sample_seed', 0)})"
+        among = f" of the first {run['limit']}" if run.get("limit") is not None else ""
+        return f"random {run['sample']}{among} (seed {run.get('sample_seed', 0)})"
     return "all" if run.get("limit") is None else f"first {run['limit']}"
 
 
@@ -309,7 +311,8 @@ def by_suite(entries: list, task: str) -> list[list]:
 
 def suite_labels(groups: list[list], task: str) -> list[str]:
     """``suite_label`` of each group of ``by_suite``, made distinct where two groups
-    differ only in their data or their checkpoints (those are named then)."""
+    differ only in their data or their checkpoints (those are named then), followed by
+    what made the group's models and their gate check (``models.model_label``)."""
     suites = [g[0].suite[task] for g in groups]
     labels = [suite_label(x) for x in suites]
     for i, label in enumerate(labels):
@@ -322,4 +325,5 @@ def suite_labels(groups: list[list], task: str) -> list[str]:
             if any(x["checkpoints"] != mine["checkpoints"] for x in clash):
                 extra.append("checkpoints " + " ".join(str(c)[:8] for c in mine["checkpoints"]))
             labels[i] = ", ".join([label, *extra])
-    return labels
+    models = [model_label(r for e in g for r in e.results if r.task == task) for g in groups]
+    return [f"{label}; {m}" if m else label for label, m in zip(labels, models)]

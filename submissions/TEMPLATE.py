@@ -3,8 +3,9 @@
 
 A submission is one Python module that exposes one object named ``EXPLAINER``
 with a frozen ``spec`` (an ``ExplainerSpec``) and a batched ``explain`` method.
-Import only ``faithbench.api`` from faithbench (plus torch, numpy, captum or
-any library of your own). Load and check it with::
+Your module imports only ``faithbench.api`` from faithbench (plus torch, numpy, captum
+or any library of your own); its tests may use ``faithbench.testing``. Load and check it
+with::
 
     faithbench validate path/to/my_explainer.py
 
@@ -46,20 +47,17 @@ The contract of ``explain(model, batch, target, *, rng)``:
   eval mode. Do not train it or leave gradients on its parameters: take
   gradients wrt the embeddings with ``torch.autograd.grad``, never ``.backward()``.
 
->>> import torch
->>> from faithbench.benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
->>> from faithbench.benchmark.core.isolation import InProcess
->>> from faithbench.benchmark.core.validation import run_checks
->>> from faithbench.benchmark.core.vocab import collate
->>> _ = torch.manual_seed(0)
->>> model = AttentionClassifier(ClassifierConfig(vocab_size=20, num_classes=2, embed_dim=8,
-...                                              hidden=8, attn_dim=8)).eval()
->>> batch = collate([[3, 4, 5], [6, 7]], ["a", "b"])
->>> EXPLAINER.explain(model, batch, torch.tensor([0, 1]), rng=torch.Generator()).shape
-torch.Size([2, 3])
->>> caller = InProcess(EXPLAINER, model, time_budget_s=1.0)  # `validate` may use a worker
->>> all(r.passed for r in run_checks(EXPLAINER, caller, batch, torch.tensor([0, 1])))
-True
+Try it the way ``faithbench validate`` does, on the public test helpers
+(``faithbench.testing``: a tiny seeded classifier with the whole model surface, a batch
+with padding, and the same checks), in your own tests too:
+
+>>> from faithbench.testing import check_explainer, three_row_batch, tiny_classifier
+>>> batch, target = three_row_batch()
+>>> EXPLAINER.explain(tiny_classifier(), batch, target, rng=torch.Generator()).shape
+torch.Size([3, 4])
+>>> [r.check for r in check_explainer(EXPLAINER, tiny_classifier(), batch, target)
+...  if not r.passed]
+[]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Tasks: one module per task; the registry is filled by explicit ``add`` calls."""
 
 from faithbench.benchmark.core.registry import Registry
-from faithbench.tasks import alignment, nli, sentiment, shortcut, synthetic
+from faithbench.tasks import alignment, nli, sentiment, shortcut, synthetic, text
 
 REGISTRY = Registry("task")
 REGISTRY.add(synthetic.SPEC.name, synthetic.TASK)
@@ -11,6 +11,9 @@ REGISTRY.add(alignment.SPEC.name, alignment.TASK)
 REGISTRY.add(alignment.REVERSE_SPEC.name, alignment.REVERSE_TASK)
 REGISTRY.add(shortcut.SINGLE.spec.name, shortcut.SINGLE)
 REGISTRY.add(shortcut.PAIR.spec.name, shortcut.PAIR)
+REGISTRY.add(text.TEXT.spec.name, text.TEXT)
+REGISTRY.add(text.TEXT_PAIR.spec.name, text.TEXT_PAIR)
+OWN_DATA = (text.TEXT.spec.name, text.TEXT_PAIR.spec.name)  # the tasks that read --dataset
 
 
 def get_task(name: str):

@@ -36,10 +36,12 @@ import sacrebleu
 import torch
 
 from faithbench.benchmark.core.api import ALIGNMENT, Batch, Example, TaskOptions, TaskSpec
+from faithbench.benchmark.core.cache import model_path
 from faithbench.benchmark.core.device import Placement, place
 from faithbench.benchmark.core.errors import DataFileError, InputError
 from faithbench.benchmark.core.files import content_hash
-from faithbench.benchmark.core.models.lifecycle import PreparedModel, load_or_train
+from faithbench.benchmark.core.gate import Budget, ModelCheck, ModelReport, perplexity_check
+from faithbench.benchmark.core.models.lifecycle import PreparedModel, from_release, load_or_train
 from faithbench.benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
 from faithbench.benchmark.core.models.training import (
     NEXT_WORD,
@@ -47,12 +49,12 @@ from faithbench.benchmark.core.models.training import (
     epoch_stream,
     perplexity,
     seed_everything,
+    sentence_nll,
     train,
 )
 from faithbench.benchmark.core.vocab import Vocabulary, collate
 from faithbench.tasks.alignment_baselines import ALIGNERS, diagonal, eflomal_links
 from faithbench.tasks.alignment_data import read_gold, read_parallel
-from faithbench.tasks.classification import checkpoint_path
 from faithbench.tasks.data import resolve_data_dir
 
 log = logging.getLogger(__name__)
@@ -108,6 +110,12 @@ class AlignmentTask:
         parallel corpus the training and held-out pairs are empty, and ``prepare``
         refuses to train on fewer than ``min_pairs``."""
         folder = self._folder(options)
+        if not (folder / "gold" / "test.jsonl").is_file():
+            raise InputError(
+                f"{folder / 'gold' / 'test.jsonl'}: missing; task {self.spec.name} reads "
+                f"{folder}/gold/test.jsonl (gold links: id, src, tgt, sure, possible), "
+                f"optionally gold/validation.jsonl, and parallel/train.jsonl (src, tgt) to "
+                "train its model (--variant names the folder, default alignment)")
         gold, dropped = read_gold(folder / "gold", out_of_range=options.gold_out_of_range,
                                   optional=("validation",))
         if "validation" not in gold:
@@ -227,9 +235,14 @@ class AlignmentTask:
             log.info("trained alignment: %s", accuracy)
             return history, accuracy
 
+        if options.published:  # the release's model, put into the cache: nothing trains
+            from_release(options.published, path)
         made = load_or_train(model, path, train=fit, config=plan.config,
                              fraction_accuracy=False)  # perplexity and BLEU
         ready.take(made)
+        budget = Budget("seq2seq", options.variant or DEFAULT_VARIANT, len(training),
+                        options.train_limit, tconf.epochs, len(made.history))
+        ready.report = ModelReport(budget, ready.check(held, training))
         return ready
 
 
@@ -244,9 +257,7 @@ class AlignmentTask:
         tgt_vocab = Vocabulary([BOS, EOS, *tgt_counts])
         mconf = Seq2SeqConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
                               bos_id=tgt_vocab.stoi[BOS], **self.model_config)
-        tconf = self.train_config
-        if options.epochs:
-            tconf = TrainConfig(**{**tconf.as_dict(), "epochs": options.epochs})
+        tconf = self.train_config.with_options(options)
         fingerprint = self.fingerprint(gold, training, held)
         config = {"task": self.spec.id, "variant": options.variant, "model": mconf.as_dict(),
                   "train": tconf.as_dict(), "seed": options.seed, "min_freq": self.min_freq,
@@ -257,7 +268,7 @@ class AlignmentTask:
             config["trained_on"] = trained_on
         key = content_hash({"data": fingerprint, **config})
         return _Plan(gold, dropped, training, held, src_vocab, tgt_vocab, mconf, tconf,
-                     fingerprint, config, key, checkpoint_path(self.spec.name, key))
+                     fingerprint, config, key, model_path(self.spec.name, key))
 
     def model_file(self, options: TaskOptions) -> Path:
         """Where ``prepare(options)`` keeps its trained model (exists once trained)."""
@@ -365,6 +376,24 @@ class ReadyAlignment(PreparedModel):
         for i, t in enumerate(targets):
             labels[i, : len(t)] = torch.tensor(t)
         return src.replace(prefix=prefix.ids, prefix_mask=prefix.mask), labels
+
+    def check(self, held: list, training: list) -> ModelCheck | None:
+        """The model gate's check (``core.gate``): held-out perplexity against a unigram
+        model of the training targets (add-one smoothed over the target vocabulary,
+        end of sentence included), on the same words; None without held-out pairs."""
+        if not held:
+            return None
+        eos = self.tgt_vocab.stoi[EOS]
+        counts = torch.ones(len(self.tgt_vocab), dtype=torch.float64)
+        for _, target in training:
+            counts += torch.bincount(torch.tensor(self.tgt_vocab.encode(target) + [eos]),
+                                     minlength=len(counts)).double()
+        unigram = -torch.log(counts / counts.sum())
+        batches = [self.teacher_forced(held[i : i + 256]) for i in range(0, len(held), 256)]
+        model_nll, words = sentence_nll(self.model, batches)
+        unigram_nll = [float(unigram[labels[i][labels[i] != -100]].sum())
+                       for _, labels in batches for i in range(len(labels))]
+        return perplexity_check(model_nll, unigram_nll, words, "held-out")
 
     @torch.no_grad()
     def translate(self, sources: Sequence[Sequence[str]], max_extra: int = 5) -> list[list[str]]:

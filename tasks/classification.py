@@ -25,12 +25,13 @@ from typing import Any, NamedTuple
 import torch
 
 from faithbench.benchmark.core.api import PAIR_CLASSIFICATION, Batch, Example, TaskOptions, TaskSpec
-from faithbench.benchmark.core.cache import cache_dir, sealed, verified_weights, weights_hash
+from faithbench.benchmark.core.cache import model_path, sealed, verified_weights, weights_hash
 from faithbench.benchmark.core.device import Placement, place
 from faithbench.benchmark.core.errors import DataFileError, InputError
 from faithbench.benchmark.core.files import atomic_write, content_hash
+from faithbench.benchmark.core.gate import Budget, ModelCheck, ModelReport, accuracy_check
 from faithbench.benchmark.core.models.classifier import AttentionClassifier, ClassifierConfig
-from faithbench.benchmark.core.models.lifecycle import PreparedModel, load_or_train
+from faithbench.benchmark.core.models.lifecycle import PreparedModel, from_release, load_or_train
 from faithbench.benchmark.core.models.training import (
     TrainConfig,
     accuracy,
@@ -150,6 +151,7 @@ class ClassificationTask:
     train_split: str = "train"
     val_split: str = "validation"
     min_freq: int = 1
+    default_variant: str | None = None  # the training data when --variant is not given
 
     def model_file(self, options: TaskOptions) -> Path:
         """Where ``prepare(options)`` keeps its trained model (exists once trained):
@@ -169,7 +171,7 @@ class ClassificationTask:
                 fam.config["trained_on"] = placement.key
             key = content_hash({"data": read, **fam.config})
             return Setup(fam.spec, fam.splits, fingerprint, fam.vocab, fam.build, fam.tconf,
-                         fam.config, key, checkpoint_path(self.spec.name, key), fam.pretrained)
+                         fam.config, key, model_path(self.spec.name, key), fam.pretrained)
         if options.precision != "fp32":
             raise InputError(f"--precision {options.precision} applies to the transformer "
                              f"family (--model transformer or --model-path); {self.spec.name}'s "
@@ -180,9 +182,7 @@ class ClassificationTask:
         vocab = Vocabulary.build((e.tokens for e in splits[self.train_split]), self.min_freq)
         mconf = self.config_class(vocab_size=len(vocab), num_classes=len(self.spec.labels),
                                   **self.model_config)
-        tconf = self.train_config
-        if options.epochs:
-            tconf = replace(tconf, epochs=options.epochs)
+        tconf = self.train_config.with_options(options)
         if options.masked_training:  # half of each batch masked at a U(0, 1) ratio
             tconf = replace(tconf, mask_training=MASKED_SHARE)
         config = {"task": self.spec.id, "variant": options.variant, "model": mconf.as_dict(),
@@ -193,7 +193,7 @@ class ClassificationTask:
             config["trained_on"] = placement.key
         key = content_hash({"data": self._trained_on(splits), **config})
         return Setup(self.spec, splits, fingerprint, vocab, lambda: self.model_class(mconf), tconf,
-                     config, key, checkpoint_path(self.spec.name, key))
+                     config, key, model_path(self.spec.name, key))
 
     def _trained_on(self, splits: dict[str, list[Example]]) -> str:
         """Fingerprint of what training reads: the training split and the validation
@@ -210,7 +210,10 @@ class ClassificationTask:
                           cache_key=st.key, data_fingerprint=st.fingerprint, config=st.config,
                           checkpoint_file=None if st.pretrained else path)
         if st.pretrained:  # a user's checkpoint: evaluated as it is, never trained
-            return self._evaluate_pretrained(ready, path)
+            ready = self._evaluate_pretrained(ready, path)
+            ready.report = ModelReport(Budget("hf", source=options.model_path),
+                                       self._check(ready))
+            return ready
         tconf = st.tconf
 
         def fit() -> tuple[list, dict]:
@@ -230,12 +233,27 @@ class ClassificationTask:
             log.info("trained %s: %s", ready.spec.id, accuracy)
             return history, accuracy
 
+        if options.published:  # the release's model, put into the cache: nothing trains
+            from_release(options.published, path)
         made = load_or_train(model, path, train=fit, config=st.config, extra=lambda: {
             "vocab": getattr(st.vocab, "itos", None), "fingerprints": split_fingerprints(splits)})
         ready.take(made)
         if made.loaded_from_cache:
             self._refresh_accuracy(ready, made.saved, path)
+        budget = Budget(transformer.family(options), options.variant or self.default_variant,
+                        len(splits[self.train_split]), options.train_limit, tconf.epochs,
+                        len(made.history))
+        ready.report = ModelReport(budget, self._check(ready))
         return ready
+
+    def _check(self, ready: ReadyTask) -> ModelCheck | None:
+        """The model gate's check: validation accuracy against the majority class
+        (``core.gate``); None where the validation split is not labelled."""
+        rows = ready.splits.get(self.val_split, [])
+        if not rows or any(e.label < 0 for e in rows) or self.val_split not in ready.accuracy:
+            return None
+        correct = round(ready.accuracy[self.val_split] * len(rows))
+        return accuracy_check([e.label for e in rows], correct, self.val_split)
 
     def _refresh_accuracy(self, ready: ReadyTask, saved: dict, path: Path) -> None:
         """A cached model evaluated on a split whose data is not the one its accuracy was
@@ -334,7 +352,3 @@ def data_fingerprint(splits: dict[str, list[Example]]) -> str:
 def split_fingerprints(splits: dict[str, list[Example]]) -> dict[str, str]:
     """The data fingerprint of each split alone."""
     return {name: data_fingerprint({name: rows}) for name, rows in splits.items()}
-
-
-def checkpoint_path(name: str, key: str) -> Path:
-    return cache_dir() / "models" / f"{name}-{key}.pt"

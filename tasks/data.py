@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from huggingface_hub import constants as hf_constants
 
 from faithbench.benchmark.core.errors import DataFileError, InputError, NotUtf8Error
+from faithbench.benchmark.core.progress import shown
 from faithbench.benchmark.core.records import read_utf8
 
 if TYPE_CHECKING:  # imported where data is read: 0.7 s that a command without data skips
@@ -124,6 +125,32 @@ def _kind_name(kind) -> str:
     return " or ".join(k.__name__ for k in kinds)
 
 
+def require_files(data_dir: Path, wanted: dict[str, list[str]], task: str,
+                  columns: dict) -> None:
+    """Every JSON Lines file a task reads under ``data_dir`` (``wanted``: folder -> split
+    names), checked before any is read: one missing (or the folder itself) is an error
+    that lists what is missing and everything the task reads there, with the columns.
+
+    >>> require_files(Path("/nonexistent"), {"sst2": ["train", "test"]}, "sentiment",
+    ...               {"sentence": str, "label": int})
+    Traceback (most recent call last):
+    ...
+    faithbench.benchmark.core.errors.InputError: --data-dir /nonexistent does not exist; \
+task sentiment reads these JSON Lines files there: sst2/train.jsonl, sst2/test.jsonl (one \
+object per line with the hub dataset's columns: sentence, label)
+    """
+    paths = [Path(folder) / f"{split}.jsonl" for folder, splits in wanted.items()
+             for split in splits]
+    missing = [p for p in paths if not (data_dir / p).is_file()]
+    if not missing:
+        return
+    where = (f"--data-dir {data_dir} does not exist" if not data_dir.is_dir() else
+             f"--data-dir {data_dir} lacks {', '.join(map(str, missing))}")
+    raise InputError(f"{where}; task {task} reads these JSON Lines files there: "
+                     f"{', '.join(map(str, paths))} (one object per line with the hub "
+                     f"dataset's columns: {', '.join(columns)})")
+
+
 def load_local(folder: Path, splits: list[str], columns: dict, labels: set[int] | None,
                texts: tuple[str, ...] = ()) -> dict[str, datasets.Dataset]:
     """``load_dataset("json", data_files=...)`` over ``folder/<split>.jsonl`` after checking
@@ -139,8 +166,25 @@ def load_local(folder: Path, splits: list[str], columns: dict, labels: set[int] 
         files[split] = str(path)
     import datasets
 
-    loaded = datasets.load_dataset("json", data_files=files)
+    with quiet():
+        loaded = datasets.load_dataset("json", data_files=files)
     return {split: loaded[split] for split in splits}
+
+
+@contextlib.contextmanager
+def quiet():
+    """``datasets``' own progress bars off inside the block where faithbench draws none
+    (stderr is a log: ``core.progress.shown``), so a log holds no carriage returns."""
+    import datasets
+
+    if shown() or datasets.are_progress_bars_disabled():
+        yield
+        return
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        datasets.enable_progress_bars()
 
 
 HUB_TIMEOUT_S = 3.0
@@ -175,17 +219,20 @@ def _offline(on: bool):
         datasets.config.HF_HUB_OFFLINE, hf_constants.HF_HUB_OFFLINE = old
 
 
-def load_hub(dataset_id: str, splits: list[str]) -> dict[str, datasets.Dataset]:
-    """The hub dataset, or at once an InputError naming ``--data-dir``: when the hub does
-    not answer a HEAD request within ``HUB_TIMEOUT_S``, ``datasets`` is put in offline
-    mode for this call (a copy in its cache still loads) instead of retrying for most
-    of a minute and printing every retry."""
+def load_hub(dataset_id: str, splits: list[str] | None, *,
+             instead: str = f"--data-dir DIR (or set ${DATA_ENV}) with a local JSON Lines copy"
+             ) -> dict[str, datasets.Dataset]:
+    """The hub dataset's ``splits`` (None: all it has), or at once an InputError that
+    says what to pass ``instead`` (default ``--data-dir``): when the hub does not answer
+    a HEAD request within ``HUB_TIMEOUT_S``, ``datasets`` is put in offline mode for
+    this call (a copy in its cache still loads) instead of retrying for most of a minute
+    and printing every retry."""
     import datasets
 
     offline = datasets.config.HF_HUB_OFFLINE  # HF_HUB_OFFLINE=1 in the environment
     reachable = not offline and hub_reachable()
     try:
-        with _offline(not reachable):
+        with _offline(not reachable), quiet():
             loaded = datasets.load_dataset(dataset_id)
     except Exception as exc:  # noqa: BLE001 — offline machines land here; say what to do
         why = ("HF_HUB_OFFLINE is set and no cached copy loads; " if offline else
@@ -193,6 +240,6 @@ def load_hub(dataset_id: str, splits: list[str]) -> dict[str, datasets.Dataset]:
                f"within {HUB_TIMEOUT_S:g} s and no cached copy loads; ")
         raise InputError(
             f"could not load hub dataset {dataset_id!r} ({why}{type(exc).__name__}: {exc}); "
-            f"pass --data-dir DIR (or set ${DATA_ENV}) with a local JSON Lines copy"
+            f"pass {instead}"
         ) from None
-    return {split: loaded[split] for split in splits}
+    return {split: loaded[split] for split in (loaded if splits is None else splits)}

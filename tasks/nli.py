@@ -24,7 +24,14 @@ from faithbench.benchmark.core.errors import DataFileError, InputError
 from faithbench.benchmark.core.models.pair_classifier import PairAttentionClassifier, PairConfig
 from faithbench.benchmark.core.models.training import TrainConfig
 from faithbench.tasks.classification import ClassificationTask
-from faithbench.tasks.data import check_utf8, load_hub, load_local, resolve_data_dir, without_empty
+from faithbench.tasks.data import (
+    check_utf8,
+    load_hub,
+    load_local,
+    require_files,
+    resolve_data_dir,
+    without_empty,
+)
 from faithbench.tasks.rationales import esnli_highlights, load_esnli_csv, nli_tokenize
 
 log = logging.getLogger(__name__)
@@ -86,6 +93,7 @@ def read(options: TaskOptions) -> dict[str, list[Example]]:
     if data_dir is None:
         raw = load_hub(HUB_ID, wanted)
     else:
+        require_files(data_dir, {"snli": wanted}, "nli", COLUMNS)
         raw = load_local(data_dir / "snli", wanted, COLUMNS, LABELS, texts=TEXTS)
     splits = {split: [pair_example(f"{split}-{i}", r)
                       for i, r in _labelled(split, rows, hub=data_dir is None)]
@@ -152,4 +160,5 @@ TASK = ClassificationTask(
     train_config=TrainConfig(epochs=15, patience=3, lr=1e-3, batch_size=32, weight_decay=1e-5,
                              word_dropout=0.05),
     min_freq=2,
+    default_variant="snli",
 )

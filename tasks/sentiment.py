@@ -25,7 +25,13 @@ from faithbench.benchmark.core.api import CLASSIFICATION, Example, TaskOptions, 
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.models.training import TrainConfig
 from faithbench.tasks.classification import ClassificationTask
-from faithbench.tasks.data import load_hub, load_local, resolve_data_dir, without_empty
+from faithbench.tasks.data import (
+    load_hub,
+    load_local,
+    require_files,
+    resolve_data_dir,
+    without_empty,
+)
 from faithbench.tasks.rationales import load_sst_rationales
 
 HUB_ID = "stanfordnlp/sst2"
@@ -63,6 +69,11 @@ def read(options: TaskOptions) -> dict[str, list[Example]]:
                              "use --data-dir with a local sst2/ folder or the phrases variant")
         raw = load_hub(HUB_ID, ["validation", "test"] + (["train"] if train else []))
     else:
+        wanted = {"sst2": ["validation", "test"] + (["train"] if variant == "sentences" and train
+                                                    else [])}
+        if variant == "phrases" and train:
+            wanted["sst2_phrases"] = ["train"]
+        require_files(data_dir, wanted, "sentiment", COLUMNS)
         raw = load_local(data_dir / "sst2", ["validation", "test"]
                          + (["train"] if variant == "sentences" and train else []), COLUMNS,
                          {0, 1}, texts=("sentence",))
@@ -91,4 +102,5 @@ TASK = ClassificationTask(
     model_config={"embed_dim": 128, "hidden": 128, "attn_dim": 128, "dropout": 0.4},
     train_config=TrainConfig(epochs=8, patience=2, lr=1e-3, batch_size=64, word_dropout=0.05),
     min_freq=1,
+    default_variant="phrases",
 )

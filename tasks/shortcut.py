@@ -150,11 +150,12 @@ def _task(kind: str) -> ClassificationTask:
         "These Shortcuts?\" A Protocol for Evaluating the Faithfulness of Input Salience "
         "Methods for Text Classification, EMNLP; data: SST-2 (Socher et al. 2013)",
         has_reference=True,  # the shortcut tokens of every test example
+        ground_truth=True,  # the shortcut decides the label
     )
     return ClassificationTask(spec=spec, read=_reader(kind),
                               model_config=sentiment.TASK.model_config,
                               train_config=sentiment.TASK.train_config,
-                              min_freq=sentiment.TASK.min_freq)
+                              min_freq=sentiment.TASK.min_freq, default_variant="sentences")
 
 
 SINGLE = _task("single")

@@ -37,6 +37,7 @@ SPEC = TaskSpec(
     citation="faithbench synthetic task with planted rationales",
     has_reference=True,
     params=(("seed", 0),),
+    ground_truth=True,  # the planted words decide the label
 )
 
 

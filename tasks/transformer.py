@@ -257,7 +257,7 @@ def setup(task, options: TaskOptions, splits: dict[str, list[Example]]) -> Famil
         return Family(spec, splits, Pieces(tokenizer), config,
                       lambda: load_checkpoint(path, task.spec.labels, tokenizer), True, None)
     conf = TransformerConfig(BASE, weights, len(task.spec.labels), options.model_layers)
-    tconf = TRAIN if not options.epochs else replace(TRAIN, epochs=options.epochs)
+    tconf = TRAIN.with_options(options)
     config = {"task": spec.id, "variant": options.variant, "model": conf.as_dict(),
               "train": tconf.as_dict(), "seed": options.seed}
     return Family(spec, splits, Pieces(tokenizer), config,

@@ -73,6 +73,7 @@ def test_a_rerun_after_the_test_file_changed_explains_the_new_sentences(tmp_path
     the unit again, on the new sentences, exactly as a run into a fresh folder does."""
     config = RunConfig(tasks=("sentiment",), data_dir=str(data), variant="sentences",
                        train_limit=200, epochs=1, limit=30, explainers=("gradient",),
+                       allow_weak_model=True,
                        metrics=("comprehensiveness",), out=str(tmp_path / "out"),
                        progress=False, write_leaderboard=False)
     first = run(config)

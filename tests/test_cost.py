@@ -408,32 +408,33 @@ def csv_rows(text: str) -> list[dict]:
     return list(csv.DictReader(io.StringIO(text)))
 
 
-def test_leaderboard_cost_columns(cost_run, capsys):
+def test_leaderboard_cost_is_one_row_per_explainer_charged_every_row_it_asks(cost_run, capsys):
+    """``--cost``: one row per explainer. Occlusion asks for the N inputs and one
+    deletion per real token, all through the engine it shares with the metrics, which
+    answers some from memory: it is charged all N + tokens (its cost alone), not the
+    fewer it forwarded (the 0 it was shown before when a metric forwarded them first).
+    Gradient: N rows forward and back (3 per example); random asks for none."""
     board = str(cost_run / "leaderboard")
     tokens = real_tokens(cost_run)
-    assert main(["leaderboard", "--entries", board, "--format", "csv"]) == 0
-    plain = capsys.readouterr().out
-    assert "forward_equivalents_per_example" not in plain
     assert main(["leaderboard", "--entries", board, "--format", "csv", "--cost"]) == 0
-    lines = csv_rows(capsys.readouterr().out)
-    assert list(lines[0])[-2:] == ["explain_s_per_example", "forward_equivalents_per_example"]
-    fe = {x["explainer"].split("[")[0]: float(x["forward_equivalents_per_example"])
-          for x in lines}
-    occlusion = by_explainer(read_results(cost_run / "results.jsonl"))["occlusion"].timing
-    assert fe == {"gradient": 3.0, "occlusion": occlusion.explain_forward_rows / N, "random": 0.0}
-    assert fe["occlusion"] < (N + tokens) / N  # the engine answered some from memory
-    assert all(float(x["explain_s_per_example"]) > 0 for x in lines)
-    # the table: two more columns and a note; --wide too
+    lines = {x["explainer"].split("[")[0]: x for x in csv_rows(capsys.readouterr().out)}
+    assert set(lines) == {"gradient", "occlusion", "random"}
+    rows = {k: int(x["explain_rows"]) for k, x in lines.items()}
+    equivalents = {k: int(x["explain_forward_equivalents"]) for k, x in lines.items()}
+    assert rows == {"gradient": N, "occlusion": N + tokens, "random": 0}
+    assert equivalents == {"gradient": 3 * N, "occlusion": N + tokens, "random": 0}
+    forwarded = by_explainer(read_results(cost_run / "results.jsonl"))["occlusion"].timing
+    assert forwarded.explain_forward_rows < N + tokens  # the engine shared some
+    assert sum(float(x["share"]) for x in lines.values()) == pytest.approx(1.0)
+    assert all(float(x["explain_s"]) > 0 and float(x["metric_s"]) > 0 for x in lines.values())
+    assert {int(x["examples"]) for x in lines.values()} == {N}
+    # the table: one row per explainer, costliest share first, within 120 columns
     assert main(["leaderboard", "--entries", board, "--cost"]) == 0
     text = capsys.readouterr().out
-    assert "s/example" in text and "fwd-eq/example" in text and "2 × backward rows" in text
-    assert main(["leaderboard", "--entries", board, "--wide", "--format", "csv",
-                 "--cost"]) == 0
-    wide = csv_rows(capsys.readouterr().out.strip())
-    assert {x["explainer"].split("[")[0]: float(x["forward_equivalents_per_example"])
-            for x in wide} == fe
-    assert main(["leaderboard", "--entries", board, "--wide", "--cost"]) == 0
-    assert "fwd-eq/example" in capsys.readouterr().out
+    table = [line.split() for line in text.split("\n\n")[0].splitlines()[2:]]
+    assert [t[0] for t in table] == sorted(lines, key=lambda k: -float(lines[k]["share"]))
+    assert {t[0]: t[5] for t in table} == {k: f"{v / N:.1f}" for k, v in rows.items()}
+    assert "Charging rule" in text and max(map(len, text.splitlines())) <= 120
 
 
 def test_leaderboard_cost_is_a_mean_over_records_and_blank_without_them(cost_run):

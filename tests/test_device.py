@@ -119,13 +119,17 @@ def test_behind_the_boundary_training_and_every_result_are_the_same(tmp_path, mo
             tmp_path / "placed" / b["per_example_file"])
         assert b["provenance"]["device"] == "cpu"
     # in workers (a fresh process loads the pickled proxy, placed again there): the
-    # explanations are the ones computed here
+    # explanations are the ones computed here. Occlusion's deletions come from the
+    # session's shared engine here (forwarded earlier for a metric, in other chunks) and
+    # are forwarded afresh in a worker: equal up to float32 rounding (6e-8 seen)
     _run(tmp_path / "workers", tmp_path / "c2", monkeypatch, "--isolation", "process")
     for name in ("gradient", "lrp", "occlusion"):
         [here] = (tmp_path / "placed" / "explanations").glob(f"synthetic-{name}-*.jsonl")
         there = tmp_path / "workers" / "explanations" / here.name
-        fields = lambda rows: [(r["id"], r["scores"], r["target"]) for r in rows]
-        assert fields(read_jsonl(here)) == fields(read_jsonl(there)), name
+        ours, theirs = read_jsonl(here), read_jsonl(there)
+        assert [(r["id"], r["target"]) for r in ours] == [(r["id"], r["target"]) for r in theirs]
+        for a, b in zip(ours, theirs):
+            assert a["scores"] == pytest.approx(b["scores"], rel=0, abs=1e-6), name
 
 
 def test_bf16_is_its_own_suite_and_its_records_say_so(tmp_path, monkeypatch):
@@ -133,7 +137,8 @@ def test_bf16_is_its_own_suite_and_its_records_say_so(tmp_path, monkeypatch):
     train different models, under different task ids and keys; the values differ."""
     monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path / "cache"))
     common = ["--model", "transformer", "--layers", "1", "--train-limit", "64", "--epochs", "1",
-              "--explainers", "gradient", "--metrics", "taucorr_loo", "--device", "cpu", *FAST]
+              "--explainers", "gradient", "--metrics", "taucorr_loo", "--device", "cpu",
+              "--allow-weak-model", *FAST]  # a model of 64 rows and one epoch: at chance
     for precision in ("fp32", "bf16"):
         assert main(["run", "--out", str(tmp_path / precision), "--precision", precision,
                      *common]) == 0

@@ -118,7 +118,7 @@ def small_run(tmp_path_factory):
     assert run.returncode == 1, run.stderr[-3000:]  # 1: the plugin failed, the rest ran
     roar = cli("roar", "--limit", "40", "--explainers", "attention", "--ratios", "0.5",
                "--leakage-seeds", "1", "--train-limit", "300", "--epochs", "1",
-               "--out", str(root / "out"), cwd=root, env=env)
+               "--allow-weak-model", "--out", str(root / "out"), cwd=root, env=env)
     assert roar.returncode == 0, roar.stderr[-3000:]
     return root / "out", env
 

@@ -281,7 +281,8 @@ def test_no_name_changes_a_tables_shape():
 
 
 def test_no_name_adds_a_line_to_a_comparisons_notes():
-    row = {"task": "t@1", "family": "faithfulness", "metric": "m@1", "direction": "higher",
+    row = {"task": "t@1", "suite": "test split, all examples, model seeds 0",
+           "family": "faithfulness", "metric": "m@1", "direction": "higher",
            "a_entry": "e1", "b_entry": "e2", "n": 3, "undefined": 0, "mean_a": 0.5,
            "mean_b": 0.4, "diff": 0.1, "ci_low": 0.05, "ci_high": 0.15, "ci_method": "bootstrap",
            "n_seeds": 1, "p_value": 0.01, "p_holm": 0.01, "test": "sign-flip exact",

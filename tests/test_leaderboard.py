@@ -677,33 +677,35 @@ def test_render_csv_reads_back_the_same_numbers():
     assert got[1]["overlaps_above"] == "≈" and got[0]["overlaps_above"] == ""
 
 
+def paragraphs(text: str) -> list[str]:
+    """A terminal table's blocks and notes, each note unwrapped to one line."""
+    return [p.replace("\n", " ") if "  " not in p else p for p in text.strip().split("\n\n")]
+
+
 def test_render_table_layout():
-    lines = render_leaderboard(HAND_ROWS, "table").splitlines()
-    assert lines[0].split() == [
-        "task",
-        "family",
-        "metric",
-        "rank",
-        "explainer",
-        "entry",
-        "mean",
-        "[95%",
-        "CI]",
-        "n",
-    ]
+    """On a terminal, a column that would hold one value throughout (one task, one
+    family) is said once in the notes; notes are wrapped at 120 characters."""
+    text = render_leaderboard(HAND_ROWS, "table")
+    lines = text.splitlines()
+    assert lines[0].split() == ["metric", "rank", "explainer", "entry", "mean", "[95%", "CI]",
+                                "n"]
     assert set(lines[1]) == {"-", " "}
     assert lines[2].split()[-5:] == ["e1", "0.500", "[0.400,", "0.600]", "200"]
-    assert lines[3].split()[4:6] == ["2", "≈"]
-    assert lines[4] == "" and lines[5].startswith(f"{TASK}: test split")
-    assert lines[6] == "" and lines[7].startswith("≈:")
-    assert lines[8] == "" and lines[9] == OVERLAP_IS_NO_TEST and len(lines) == 10
+    assert lines[3].split()[2:4] == ["2", "≈"]
+    notes = paragraphs(text)[1:]
+    assert notes[0].startswith(f"{TASK}: test split") and notes[1] == "family: faithfulness"
+    assert notes[2].startswith("≈:") and notes[3] == OVERLAP_IS_NO_TEST and len(notes) == 4
     assert len({len(line) for line in lines[:4]}) == 1  # aligned columns
+    assert max(len(line) for line in lines) <= 120
+    wide = render_leaderboard(HAND_ROWS, "markdown").splitlines()[0]
+    assert wide.startswith("| task") and "family" in wide  # publication formats keep them
 
 
-def test_render_labels_full_ids_when_short_names_collide():
+def test_render_labels_name_the_parameters_in_which_colliding_metrics_differ():
     other = COMP.replace("eraser=delete", "eraser=mask")
     out = render_leaderboard([hand_row(), hand_row(metric=other, entry_id="e3")], "markdown")
-    assert f"{COMP} ↑" in out and f"{other} ↑" in out
+    assert "| comprehensiveness[eraser=delete] ↑ |" in out
+    assert "| comprehensiveness[eraser=mask] ↑ " in out and COMP not in out
     with pytest.raises(InputError, match="unknown format 'html'"):
         render_leaderboard(HAND_ROWS, "html")
 
@@ -725,9 +727,10 @@ def test_render_matrix(board):
     body = [line.split()[0] for line in lines[2:5]]
     assert body == [ATT, GRAD, OCC]  # by comprehensiveness, ties by explainer id
     assert "0.125 [0.125, 0.125]" in lines[4] and lines[4].rstrip().endswith("—")
-    assert lines[-3] == (f"{TASK} (validation split, model seeds 0); sorted by "
+    notes = paragraphs(render_matrix(entries, "sentiment"))
+    assert notes[-2] == (f"{TASK} (validation split, model seeds 0); sorted by "
                          "comprehensiveness ↑; cells: mean [95% CI]")
-    assert lines[-1] == OVERLAP_IS_NO_TEST
+    assert notes[-1] == OVERLAP_IS_NO_TEST
     md = render_matrix(entries, TASK, "markdown", sort_by="sufficiency", family="faithfulness")
     assert [line.split("|")[1].strip() for line in md.splitlines()[2:5]] == [OCC, GRAD, ATT]
     assert "token_f1" not in md
@@ -926,20 +929,22 @@ def test_wide_metric_sorts_by_the_named_metrics_default_parameters(tmp_path, cap
     make_entry(tmp_path, ATT, {COMP: [0.5] * 3, masked: [0.9] * 3})
     make_entry(tmp_path, GRAD, {COMP: [0.7] * 3, masked: [0.1] * 3})
     assert main(["leaderboard", "--entries", str(tmp_path), "--wide", "--format", "markdown",
-                 "--metric", "comprehensiveness"]) == 0
+                 "--metric", "comprehensiveness", "--full-ids"]) == 0
     body = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     assert [md_cells(line)[0] for line in body[1:]] == [GRAD, ATT]  # by the delete eraser
     # only the mask column shown: --metric comprehensiveness sorts by it, as it did
     assert main(["leaderboard", "--entries", str(tmp_path), "--wide", "--format", "markdown",
                  "--metrics", "comprehensiveness[eraser=mask]", "--metric",
-                 "comprehensiveness"]) == 0
+                 "comprehensiveness", "--full-ids"]) == 0
     body = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     assert [md_cells(line)[0] for line in body[1:]] == [ATT, GRAD]
 
 
-def test_short_names_where_unique_in_the_suite_full_ids_where_not(tmp_path, capsys):
-    """``--short-names``: ``random`` reads as its name; two settings of integrated
-    gradients in one suite keep their full ids, so the rows stay apart; CSV keeps ids."""
+def test_short_names_by_default_with_the_parameters_that_tell_settings_apart(tmp_path,
+                                                                             capsys):
+    """Tables name explainers by name (``--short-names`` is the default): ``random``
+    reads as its name; two settings of integrated gradients in one suite read with the
+    parameter they differ in, so the rows stay apart; ``--full-ids`` and CSV keep ids."""
     from faithbench.benchmark.cli import main
 
     out = tmp_path / "r"
@@ -953,7 +958,10 @@ def test_short_names_where_unique_in_the_suite_full_ids_where_not(tmp_path, caps
                      "--short-names", *extra]) == 0
         text = capsys.readouterr().out
         assert "| random " in text and "random[distribution=uniform]@1" not in text
-        assert "integrated_gradients[baseline=baseline_id;method=gausslegendre;n_steps=4]@1" \
-            in text and "n_steps=50]@1" in text
+        assert "| integrated_gradients[n_steps=4] " in text
+        assert "| integrated_gradients[n_steps=50] " in text and "method=" not in text
+    assert main(["leaderboard", "--entries", board, "--format", "markdown", "--full-ids"]) == 0
+    assert "integrated_gradients[baseline=baseline_id;method=gausslegendre;n_steps=4]@1" \
+        in capsys.readouterr().out
     assert main(["leaderboard", "--entries", board, "--format", "csv", "--short-names"]) == 0
     assert "random[distribution=uniform]@1" in capsys.readouterr().out

@@ -11,7 +11,7 @@ import pytest
 
 from faithbench.benchmark.cli import main
 from faithbench.benchmark.core.errors import InputError
-from faithbench.leaderboard.cost import explain_costs
+from faithbench.leaderboard.cost import explain_costs, run_costs
 from faithbench.leaderboard.entry import read_entries
 from faithbench.leaderboard.rank import rank
 from faithbench.leaderboard.release import MAX_BYTES, RELEASES, read_release, write_release
@@ -30,12 +30,14 @@ def board(tmp_path_factory, isolated_cache):
 def test_a_release_reads_back_to_the_ranked_rows_without_per_example_values(board, tmp_path):
     entries = read_entries(board)
     files = write_release(entries, tmp_path / "v9", "v9", commands=["faithbench run ..."])
-    assert sorted(f.name for f in files) == ["curves.jsonl", "entries.jsonl", "manifest.json",
-                                             "ranked.jsonl"]
+    assert sorted(f.name for f in files) == ["costs.jsonl", "curves.jsonl", "entries.jsonl",
+                                             "manifest.json", "ranked.jsonl"]
     release = read_release(tmp_path / "v9")
     assert release.rows == rank(entries)  # every field, to the last bit
     want = explain_costs(entries)
     assert release.costs == want and all(c.seconds is not None for c in want.values())
+    assert release.run_costs == run_costs(entries, short=False)  # per explainer, with share
+    assert sum(c.share for c in release.run_costs) == pytest.approx(1.0)
     assert release.manifest["commands"] == ["faithbench run ..."]
     [suite] = release.manifest["suites"]
     assert "--limit 40" in suite["rerun"] and "--explainers attention@1 'gradient[norm=l2]@1'" in suite["rerun"]
@@ -46,17 +48,19 @@ def test_a_release_reads_back_to_the_ranked_rows_without_per_example_values(boar
 
 
 def test_the_rerun_command_trains_the_published_models(tmp_path, isolated_cache):
-    """A reference run with non-default training (fewer epochs, fewer training rows):
-    the release's rerun command, run as printed, trains the same checkpoints."""
+    """A reference run with non-default training (fewer epochs, fewer training rows, a
+    model the gate refuses but the run allowed): the release's rerun command, run as
+    printed, trains the same checkpoints."""
     ours = tmp_path / "ours"
     assert main(["run", "--out", str(ours), "--explainers", "attention", "--metrics",
                  "comprehensiveness", "--limit", "20", "--epochs", "1", "--train-limit", "300",
-                 *FAST]) == 0
+                 "--allow-weak-model", *FAST]) == 0
     write_release(read_entries(ours / "leaderboard"), tmp_path / "v9", "v9")
     [suite] = read_release(tmp_path / "v9").manifest["suites"]
     argv = shlex.split(suite["rerun"])
     assert argv[:4] == ["faithbench", "--threads", "1", "run"] and "--data-dir" not in argv
     assert "--epochs 1" in suite["rerun"] and "--train-limit 300" in suite["rerun"]
+    assert "--allow-weak-model" in suite["rerun"]
     theirs = tmp_path / "theirs"
     argv[argv.index("--out") + 1] = str(theirs)
     assert main([*argv[3:], *FAST]) == 0

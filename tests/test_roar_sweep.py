@@ -278,7 +278,7 @@ def test_the_default_explainer_set_leaves_out_what_the_model_cannot_serve(tmp_pa
     monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(submissions, "ROAR_DEFAULT", ("attention", "attention_rollout"))
     config = RunConfig(out=str(tmp_path / "out"), limit=40, seeds=(0,), progress=False,
-                       train_limit=300, epochs=1)
+                       train_limit=300, epochs=1, allow_weak_model=True)
     with caplog.at_level(logging.INFO):
         rows = sweep(config, SweepConfig(ratios=(0.5,), leakage=False))
     masks = {r.mask for r in rows}

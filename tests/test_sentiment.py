@@ -37,6 +37,7 @@ def test_unknown_variant_is_an_input_error(shared_data):
 def test_pipeline_on_a_slice(shared_data, tmp_path):
     config = RunConfig(tasks=("sentiment",), data_dir=str(shared_data), variant="sentences",
                        train_limit=1500, epochs=1, limit=16, batch_size=8, progress=False,
+                       allow_weak_model=True,
                        out=str(tmp_path))
     summary = run(config)
     assert summary.exit_code == 0

@@ -8,6 +8,7 @@ Exit status: 0 ok; 1 an explainer plugin failed (the rest of the run completed);
 from __future__ import annotations
 
 import argparse
+from typing import Any
 import logging
 import os
 import sys
@@ -30,21 +31,54 @@ from faithbench.benchmark.cli import (
     validate,
 )
 from faithbench.benchmark.core.errors import FaithbenchError
+from faithbench.benchmark.core.progress import heartbeat
 
 VERBS = (run, explain, score, align, predict, validate, submit, leaderboard, compare, site,
          release, roar, agreement, meta_eval, list_verb)
 
 
+DESCRIPTION = """\
+faithbench scores explanation methods for faithfulness: does an explanation point at the
+tokens the model actually relied on? Attention, gradients, LRP, occlusion, LIME/SHAP and
+your own explainer, through the same tests on the same trained models, ranked with CIs.
+
+the three things you do with it:
+  submit an explainer   faithbench validate my_explainer.py
+                        faithbench submit my_explainer.py --published --tasks sentiment \\
+                            --data-dir DIR --sample 200    # ranked among the references
+  run the benchmark     faithbench run                     # offline default, a generated task
+                        faithbench run --tasks sentiment nli --data-dir DIR --seeds 0 1 2
+  compare entries       faithbench leaderboard | compare A B | site --out site
+
+your own data: faithbench run --tasks text --dataset reviews.csv --text-column review \\
+                   --label-column stars
+"""
+EPILOG = """\
+`faithbench VERB --help` lists a verb's options, each with its default; --threads and -v
+go before or after the verb. Exit status: 0 ok; 1 an explainer plugin failed (the rest
+of the run completed); 2 bad input (a data file, a name, an option)."""
+
+
+def global_options(parser: argparse._ActionsContainer, *, defaults: bool) -> None:
+    """``-v`` and ``--threads``, on the top-level parser (``defaults``) and again on
+    every verb's, where an option given after the verb overrides the top level's."""
+    keep: dict[str, Any] = {} if defaults else {"default": argparse.SUPPRESS}
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="log what faithbench does (INFO); default: warnings only", **keep)
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's); "
+                        "on a machine shared with other jobs, 1 avoids thread "
+                        "oversubscription", **keep)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="faithbench", description=__doc__,
+    parser = argparse.ArgumentParser(prog="faithbench", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-v", "--verbose", action="store_true")
-    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's); on a "
-                        "machine shared with other jobs, 1 avoids thread oversubscription")
-    sub = parser.add_subparsers(dest="verb", required=True)
+    global_options(parser, defaults=True)
+    sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for verb in VERBS:
         p = sub.add_parser(verb.NAME, help=verb.HELP, epilog=verb.EPILOG,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        global_options(p.add_argument_group("global (also before the verb)"), defaults=False)
         verb.add_arguments(p)
         p.set_defaults(main=verb.main)
     return parser
@@ -58,8 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+    line_buffered(sys.stdout)  # a log (nohup, tee, CI) has each line as it is printed
     try:
-        return args.main(args)
+        with heartbeat(show=not getattr(args, "no_progress", False)):
+            return args.main(args)
     except FaithbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -70,3 +106,13 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `faithbench leaderboard | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def line_buffered(stream) -> None:
+    """``stream`` flushed at every newline where it is not a terminal (a terminal is
+    already): what was printed before a run is killed is in its log."""
+    try:
+        if not stream.isatty():
+            stream.reconfigure(line_buffering=True)
+    except (AttributeError, ValueError, OSError):  # replaced (pytest's capture) or closed
+        pass

@@ -15,7 +15,8 @@ EPILOG = """examples:
   (reuses the explanations a `faithbench run` with the same --out already wrote)"""
 
 def add_arguments(p) -> None:
-    p.add_argument("--task", required=True)
+    p.add_argument("--task", required=True, help="the task (`faithbench list` shows them); "
+                   "required")
     p.add_argument("--explainers", nargs="+", default=[],
                    help="default: every reference explainer the model serves")
     p.add_argument("--k-frac", type=float, default=0.2,

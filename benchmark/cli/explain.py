@@ -12,9 +12,13 @@ EPILOG = """examples:
   faithbench explain --task sentiment --data-dir ../shared/data --explainer attention --out att.jsonl"""
 
 def add_arguments(p) -> None:
-    p.add_argument("--task", required=True)
-    p.add_argument("--explainer", required=True)
-    p.add_argument("--out", required=True, help="output .jsonl")
+    p.add_argument("--task", required=True, help="the task (`faithbench list` shows them); "
+                   "required")
+    p.add_argument("--explainer", required=True, help="a reference explainer's name (with "
+                   "parameters: 'attention[layer=0]'), a plugin file, module or entry point; "
+                   "required")
+    p.add_argument("--out", required=True, help="the explanations file to write (.jsonl); "
+                   "required")
     options.data(p)
     options.model(p)
     options.examples(p)

@@ -16,5 +16,5 @@ def main(args) -> int:
     from faithbench.leaderboard.render import safe_table
 
     for title, rows, headers in catalog():
-        print(f"{title}\n{safe_table(rows, headers=headers)}\n")
+        print(f"{title}\n{safe_table(rows, headers=headers, width=120)}\n")
     return 0

@@ -21,7 +21,7 @@ part-way resumes there, and the tables are always made from that file)"""
 def add_arguments(p) -> None:
     p.add_argument("--tasks", nargs="+", default=["synthetic"],
                    help="tasks with ground truth: synthetic (default), shortcut_single, "
-                   "shortcut_pair")
+                   "shortcut_pair, or your own (text, text_pair) with --rationale-kind planted")
     p.add_argument("--explainers", nargs="+", default=[],
                    help="default: every reference explainer the model serves; the oracles "
                    "ground_truth and inverted_ground_truth are always added")
@@ -36,7 +36,7 @@ def add_arguments(p) -> None:
     p.add_argument("--metric-agreement", nargs="+", metavar="RUN", default=[],
                    help="compute nothing: Kendall tau-b between the faithfulness metrics' "
                    "explainer rankings in these run folders' results.jsonl, per model seed, "
-                   "with a 95%% t interval over seeds")
+                   "with a 95%% t interval over seeds; default: compute")
     options.data(p)
     options.model(p, seeds=True)
     options.examples(p)

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from faithbench.benchmark.core.api import DatasetOptions
 from faithbench.benchmark.core.device import PRECISIONS, resolve
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.executor import EXECUTORS
@@ -14,8 +15,8 @@ from faithbench.benchmark.core.isolation import ISOLATION
 from faithbench.benchmark.plan import DEFAULT_OUT, RunConfig
 
 
-def data(p: argparse.ArgumentParser) -> None:
-    """Where the task's data comes from."""
+def data(p: argparse.ArgumentParser, *, own: bool = True) -> None:
+    """Where the task's data comes from (``own``: the text tasks' own-dataset options)."""
     g = p.add_argument_group("data")
     g.add_argument("--data-dir", help="local JSON Lines copies of the hub datasets "
                    "(also $FAITHBENCH_DATA); default: the hub")
@@ -24,6 +25,27 @@ def data(p: argparse.ArgumentParser) -> None:
     g.add_argument("--gold-out-of-range", choices=("error", "drop"), default="error",
                    help="alignment gold links outside their sentence: stop with the file, "
                    "line and field (default), or drop and count them")
+    if not own:
+        return
+    g = p.add_argument_group("your own dataset (tasks text and text_pair)")
+    g.add_argument("--dataset", metavar="PATH_OR_ID",
+                     help="a JSON Lines, JSON, CSV, TSV or Parquet file, a folder of them "
+                     "(train/validation/test by file name), or a hub id; missing splits are "
+                     "drawn from it at random (seed 0); required by the text tasks, default: "
+                     "none")
+    g.add_argument("--text-column", metavar="C", help="the column of the text (a string, or "
+                     "a list of tokens); required with --dataset")
+    g.add_argument("--pair-column", metavar="C2", help="text_pair: the column of the "
+                     "second text (required there; default: none)")
+    g.add_argument("--label-column", metavar="L", help="the column of the label (a string "
+                     "or an integer); required with --dataset")
+    g.add_argument("--labels", metavar="A,B,C", help="the labels in output order (default: "
+                     "a ClassLabel's names, else the sorted values)")
+    g.add_argument("--rationale-column", metavar="R", help="token indices or a 0/1 mask per "
+                     "token: references for the plausibility metrics (default: none)")
+    g.add_argument("--rationale-kind", choices=("human", "planted"), default="human",
+                     help="human (default): what people find plausible; planted: tokens the "
+                     "label was made to depend on, a ground truth meta-eval accepts")
 
 
 def model(p: argparse.ArgumentParser, *, seeds: bool = False) -> None:
@@ -33,11 +55,22 @@ def model(p: argparse.ArgumentParser, *, seeds: bool = False) -> None:
     if seeds:
         g.add_argument("--seeds", nargs="+", help="model seeds (spaces or commas; default 0); "
                        "published tables use 0 1 2")
-        g.add_argument("--seed", type=int, help="one model seed: the same as --seeds N")
+        g.add_argument("--seed", type=int, help="one model seed: the same as --seeds N "
+                       "(default 0)")
     else:
         g.add_argument("--seed", type=int, default=0, help="model seed (default 0)")
-    g.add_argument("--train-limit", type=int, help="train on the first N training rows only")
-    g.add_argument("--epochs", type=int, help="override the task's maximum epochs")
+    g.add_argument("--train-limit", type=int, help="train on the first N training rows only "
+                   "(default: all)")
+    g.add_argument("--epochs", type=int, help="override the task's maximum epochs (default: "
+                   "the task's own)")
+    g.add_argument("--half-weights", action="store_true",
+                   help="round the trained weights to float16 (the model still computes in "
+                   "float32): half the size on disk, another model than the default; the "
+                   "published release's models are trained so")
+    g.add_argument("--allow-weak-model", action="store_true",
+                   help="score a model the model gate refuses (validation accuracy whose "
+                   "95%% CI does not clear the majority-class rate by 0.05) and mark its "
+                   "entries as weak wherever they are shown; default: refuse it")
     g.add_argument("--masked-training", action="store_true",
                    help="train the task models with random masking (half of each batch "
                    "masked at a U(0,1) ratio), so erasure is in distribution for them")
@@ -47,9 +80,10 @@ def model(p: argparse.ArgumentParser, *, seeds: bool = False) -> None:
                    "the task id, so families never share a leaderboard suite")
     g.add_argument("--model-path", help="evaluate a Hugging Face sequence classifier "
                    "directory (AutoModelForSequenceClassification + tokenizer) on the task's "
-                   "data instead of training one; its labels must be the task's")
+                   "data instead of training one; its labels must be the task's (default: "
+                   "train one)")
     g.add_argument("--layers", type=int, help="transformer family: keep only the first N "
-                   "encoder layers (small configurations for tests)")
+                   "encoder layers (small configurations for tests; default: all)")
     g.add_argument("--device", default="auto", help="where models train and run: auto "
                    "(default: the first CUDA GPU where there is one, else the CPU), cpu, "
                    "cuda, cuda:N or mps; a model trained on a GPU is another checkpoint, "
@@ -65,10 +99,11 @@ def examples(p: argparse.ArgumentParser, *, sample: bool = True) -> None:
     g = p.add_argument_group("examples")
     g.add_argument("--split", help="split to explain/score (default: the task's eval split)")
     g.add_argument("--limit", type=int, help="only the first N examples of the split (on a "
-                   "file sorted by label, a biased sample: see --sample)")
+                   "file sorted by label, a biased sample: see --sample); default: all")
     if sample:
         g.add_argument("--sample", type=int, help="N examples of the split drawn at random "
-                       "(seeded by --sample-seed), in split order; alignment draws sentence pairs")
+                       "(seeded by --sample-seed), in split order; with --limit L, drawn from "
+                       "the first L; alignment draws sentence pairs; default: all")
         g.add_argument("--sample-seed", type=int, default=0, help="seed of --sample (default 0)")
 
 
@@ -83,8 +118,8 @@ def explainers(p: argparse.ArgumentParser) -> None:
 
 def plugins(g) -> None:
     g.add_argument("--time-budget", type=float, default=5.0, help="a plugin explainer's "
-                   "seconds per example of up to 32 tokens, scaled with length (reference "
-                   "explainers have none)")
+                   "seconds per example of up to 32 tokens, scaled with length (default 5; "
+                   "reference explainers have none)")
     g.add_argument("--isolation", choices=ISOLATION, default="auto",
                    help="where explainers run: auto (default) = every plugin in a worker "
                    "process, the reference explainers in this one; process = all in workers "
@@ -100,8 +135,10 @@ def plugins(g) -> None:
 def engine(p: argparse.ArgumentParser) -> None:
     """Batching: changes speed and memory, never a value beyond float32 rounding."""
     g = p.add_argument_group("batching")
-    g.add_argument("--batch-size", type=int, default=32, help="examples per explain/metric call")
-    g.add_argument("--chunk-size", type=int, default=512, help="rows per forward pass")
+    g.add_argument("--batch-size", type=int, default=32, help="examples per explain/metric "
+                   "call (default 32)")
+    g.add_argument("--chunk-size", type=int, default=512, help="rows per forward pass "
+                   "(default 512)")
 
 
 def executor(p: argparse.ArgumentParser) -> None:
@@ -124,6 +161,14 @@ def progress(p: argparse.ArgumentParser) -> None:
                    help="hide progress bars. They are drawn only when stderr is a terminal "
                    "(or in a notebook); FAITHBENCH_PROGRESS=1 draws them anyway (e.g. into "
                    "a log), FAITHBENCH_PROGRESS=0 never")
+
+
+def display(p: argparse.ArgumentParser) -> None:
+    """How the printed tables name explainers."""
+    p.add_argument("--full-ids", action="store_true",
+                   help="printed tables name explainers by their full ids with every "
+                   "parameter; default: by name, with the parameters that tell two settings "
+                   "apart (result files always keep the ids)")
 
 
 def results(p: argparse.ArgumentParser) -> None:
@@ -153,6 +198,32 @@ def split_list(values) -> tuple[str, ...]:
                 item += ch
         out.append(item)
     return tuple(v.strip() for v in out if v.strip())
+
+
+OWN_DATA_FLAGS = ("text_column", "pair_column", "label_column", "labels", "rationale_column")
+
+
+def dataset(args) -> DatasetOptions | None:
+    """``--dataset`` and its columns, checked together (the text and text_pair tasks)."""
+    source = getattr(args, "dataset", None)
+    given = [f for f in OWN_DATA_FLAGS if getattr(args, f, None)]
+    if source is None:
+        if given:
+            raise InputError(f"--{given[0].replace('_', '-')} names a column of your own "
+                             "dataset: give --dataset PATH_OR_ID too (with --tasks text or "
+                             "text_pair)")
+        return None
+    missing = [f"--{f.replace('_', '-')}" for f in ("text_column", "label_column")
+               if not getattr(args, f, None)]
+    if missing:
+        raise InputError(f"--dataset {source}: give {' and '.join(missing)} (which columns "
+                         "hold the text and the label)")
+    labels = tuple(x.strip() for x in args.labels.split(",")) if args.labels else None
+    if labels is not None and not all(labels):
+        raise InputError(f"--labels {args.labels}: an empty label name")
+    return DatasetOptions(source=source, text=args.text_column, label=args.label_column,
+                          pair=args.pair_column, labels=labels, rationale=args.rationale_column,
+                          rationale_kind=args.rationale_kind)
 
 
 def seeds(args) -> tuple[int, ...]:
@@ -210,6 +281,9 @@ def config(args) -> RunConfig:
         explainer_seed=g("explainer_seed"),
         device=str(resolve(g("device"))) if hasattr(args, "device") else "cpu",
         precision=g("precision") or "fp32",
+        half_weights=bool(g("half_weights")),
+        allow_weak_model=bool(g("allow_weak_model")),
+        dataset=dataset(args),
     )
 
 

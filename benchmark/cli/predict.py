@@ -11,8 +11,10 @@ EPILOG = """examples:
   faithbench predict --task synthetic --input in.jsonl"""
 
 def add_arguments(p) -> None:
-    p.add_argument("--task", required=True)
-    p.add_argument("--input", required=True, help='.jsonl of {"id", "tokens"}')
+    p.add_argument("--task", required=True, help="the task (`faithbench list` shows them); "
+                   "required")
+    p.add_argument("--input", required=True, help='.jsonl of {"id", "tokens"} (and '
+                   '"segments" for a pair task); required')
     options.data(p)
     options.model(p)
     options.engine(p)

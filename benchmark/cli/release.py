@@ -11,17 +11,22 @@ EPILOG = """examples:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--entries", nargs="+", required=True, help="entry folders")
-    p.add_argument("--version", required=True, help="e.g. v1")
+    p.add_argument("--entries", nargs="+", required=True, help="entry folders; required")
+    p.add_argument("--version", required=True, help="the release's name, e.g. v4; required")
     p.add_argument("--out", help="release folder (default: the package's releases/VERSION)")
     p.add_argument("--agreement", nargs="+", default=[], metavar="RECORDS",
                    help="agreement records to ship (agreement.jsonl files or the folders "
-                   "holding them), drawn by `faithbench site --published`")
+                   "holding them), drawn by `faithbench site --published`; default: none")
     p.add_argument("--roar", nargs="+", default=[], metavar="ROWS",
                    help="a ROAR sweep to ship as its curves and report (rows.jsonl files or "
-                   "the folders holding them), drawn by `faithbench site --published`")
+                   "the folders holding them), drawn by `faithbench site --published`; "
+                   "default: none")
+    p.add_argument("--models", action="store_true",
+                   help="ship the entries' models (from this machine's cache; float16 where "
+                   "trained with --half-weights) and their entries in full, so `faithbench "
+                   "submit --published` scores a plugin on them; default: summaries only")
     p.add_argument("--commands-file", help="a text file of the commands that produced the "
-                   "entries, one per line, kept in the manifest")
+                   "entries, one per line, kept in the manifest; default: none")
 
 
 def main(args) -> int:
@@ -39,10 +44,20 @@ def main(args) -> int:
                     if line.strip()]
     out = Path(args.out) if args.out else RELEASES / args.version
     rows = roar_rows(args.roar)
+    models = None
+    if args.models:
+        from faithbench.benchmark.published import pack_models
+
+        models = pack_models(entries, out)
     files = write_release(entries, out, args.version, commands=commands,
                           agreement=agreement_records(args.agreement),
-                          roar=roar_summary(rows) if rows else None)
+                          roar=roar_summary(rows) if rows else None, models=models)
     size = sum(f.stat().st_size for f in files)
     print(f"release {args.version}: {len(entries)} entries, {size / 1024:.0f} KiB in "
-          f"{len(files)} files, in {out}")
+          f"{len(files)} summary files, in {out}")
+    if models:
+        weights = sum(m["bytes"] for m in models.values())
+        full = sum(f.stat().st_size for f in (out / "reference").rglob("*") if f.is_file())
+        print(f"  {len(models)} models ({weights / 2**20:.1f} MiB) in {out / 'models'}; "
+              f"reference entries in full ({full / 2**20:.1f} MiB) in {out / 'reference'}")
     return 0

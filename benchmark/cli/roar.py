@@ -9,14 +9,15 @@ NAME = "roar"
 HELP = "retrain on masked data (ROAR curves, RACU), shift and leakage diagnostics"
 EPILOG = """examples:
   faithbench roar --limit 200                       # offline default: synthetic task, 1 seed
-  faithbench --threads 1 roar --tasks sentiment --data-dir ../shared/data --variant sentences \
+  faithbench --threads 1 roar --tasks sentiment --data-dir ../shared/data --variant sentences \\
       --seeds 0 1 2 --executor pool --workers 2 --out runs/roar
-  faithbench roar --tasks sentiment --data-dir ../shared/data --variant sentences \
+  faithbench roar --tasks sentiment --data-dir ../shared/data --variant sentences \\
       --explainers attention gradient --recursive --executor ray --address HOST:6379
   (resumes: a rerun trains only the jobs missing from <out>/roar/rows.jsonl and prints the tables)"""
 
 def add_arguments(p) -> None:
-    p.add_argument("--tasks", nargs="+", default=["synthetic"], help="classification tasks")
+    p.add_argument("--tasks", nargs="+", default=["synthetic"], help="classification tasks "
+                   "(default synthetic)")
     p.add_argument("--explainers", nargs="+", default=[],
                    help="default: the six of the published ROAR table (attention, gradient, "
                    "gradient_x_input, integrated_gradients, occlusion, random; spaces or commas)")
@@ -31,7 +32,8 @@ def add_arguments(p) -> None:
                    "test averages them per example)")
     p.add_argument("--leakage-ratios", nargs="+", type=float,
                    help="leakage models at these ratios only (default: every ratio)")
-    p.add_argument("--format", choices=["table", "markdown"], default="table")
+    p.add_argument("--format", choices=["table", "markdown"], default="table",
+                   help="the report's tables (default table)")
     options.data(p)
     options.model(p, seeds=True)
     options.examples(p)

@@ -16,7 +16,9 @@ EPILOG = """examples:
   faithbench run --fresh --explainers gradient     # recompute gradient's units; keep the rest"""
 
 def add_arguments(p) -> None:
-    p.add_argument("--tasks", nargs="+", default=["synthetic"], help="names, by spaces or commas")
+    p.add_argument("--tasks", nargs="+", default=["synthetic"],
+                   help="task names, by spaces or commas (default synthetic; `faithbench "
+                   "list` shows them)")
     p.add_argument("--explainers", nargs="+", default=[],
                    help="default: every reference explainer the model serves (spaces or "
                    "commas; `faithbench list` shows them)")
@@ -32,6 +34,7 @@ def add_arguments(p) -> None:
     options.engine(p)
     options.executor(p)
     options.progress(p)
+    options.display(p)
     options.results(p)
 
 
@@ -40,5 +43,5 @@ def main(args) -> int:
 
     config = options.checked(args)
     summary = run(config)
-    output.summary(summary)
+    output.summary(summary, short=not args.full_ids)
     return summary.exit_code

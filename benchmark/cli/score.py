@@ -11,27 +11,33 @@ HELP = "score explanations computed anywhere with the task's model"
 EPILOG = """examples:
   faithbench score --task synthetic --explanations grads.jsonl
   faithbench score --task alignment --data-dir ../shared/data --alignments A.jsonl   # AER, P, R
-  faithbench score --task alignment --data-dir ../shared/data --alignments E.jsonl \
+  faithbench score --task alignment --data-dir ../shared/data --alignments E.jsonl \\
       --submit-as eflomal --entries runs/alignment/leaderboard     # a reference row, no model
   faithbench score --task sentiment --data-dir ../shared/data --explanations mine.jsonl \\
       --metrics comprehensiveness --per-example per_example.jsonl"""
 
 def add_arguments(p) -> None:
-    p.add_argument("--task", required=True)
+    p.add_argument("--task", required=True, help="the task (`faithbench list` shows them); "
+                   "required")
     given = p.add_mutually_exclusive_group(required=True)
     given.add_argument("--explanations", nargs="+", help=".jsonl of explanations (faithbench "
                        "explain's schema); several files share one model and engine, and "
-                       "their rows say which file they score")
+                       "their rows say which file they score (this or --alignments is "
+                       "required)")
     given.add_argument("--alignments", help='alignment task: .jsonl of {"id", "links": [[i, j], '
                        '...]} per gold sentence pair, scored against the gold (AER, precision, '
-                       "recall)")
-    p.add_argument("--metrics", nargs="+", default=[])
-    p.add_argument("--per-example", help="write one object per (id, metric) with its value")
+                       "recall); this or --explanations is required")
+    p.add_argument("--metrics", nargs="+", default=[], help="metric names or ids (spaces or "
+                   "commas); default: every metric of the task that needs no reference")
+    p.add_argument("--per-example", help="write one object per (id, metric) with its value "
+                   "to this file; default: none written")
     p.add_argument("--summary", help="write the summary rows (estimate, n, seconds, rows "
-                   "forwarded) as JSON Lines")
+                   "forwarded) as JSON Lines to this file; default: printed only")
     p.add_argument("--submit-as", help="with --alignments: add them to the leaderboard under "
-                   "this name (a row no model produced: a reference aligner, fast_align, ...)")
-    p.add_argument("--entries", help="with --submit-as: the leaderboard folder")
+                   "this name (a row no model produced: a reference aligner, fast_align, "
+                   "...); default: not added")
+    p.add_argument("--entries", help="with --submit-as: the leaderboard folder (default "
+                   "faithbench-results/leaderboard)")
     options.data(p)
     options.model(p)
     options.examples(p)

@@ -19,25 +19,26 @@ def add_arguments(p) -> None:
     p.add_argument("--entries", nargs="+", default=None,
                    help="entry folders (several are merged; an entry in two is shown once; "
                    f"default: {DEFAULT_OUT}/leaderboard where it exists)")
-    p.add_argument("--out", required=True, help="folder to write the site into")
+    p.add_argument("--out", required=True, help="folder to write the site into; required")
     p.add_argument("--examples", type=int, default=20,
                    help="test examples each suite page's explorer offers (a menu shows one "
                    "at a time) with every explainer's token scores and the human rationale "
-                   "(read from the run folders' explanations; 0: none)")
+                   "(read from the run folders' explanations; 0: none; default 20)")
     p.add_argument("--roar", nargs="+", default=[], metavar="ROWS",
                    help="ROAR sweeps to draw: rows.jsonl files, or the folders holding "
-                   "them (`faithbench roar --out DIR` writes DIR/roar/rows.jsonl)")
+                   "them (`faithbench roar --out DIR` writes DIR/roar/rows.jsonl); default: none")
     p.add_argument("--agreement", nargs="+", default=[], metavar="RECORDS",
                    help="agreement records to draw as heatmaps: agreement.jsonl files, or "
                    "the folders holding them (`faithbench agreement --out DIR` writes "
-                   "DIR/agreement.jsonl)")
+                   "DIR/agreement.jsonl); default: none")
     p.add_argument("--meta-eval", nargs="+", default=[], metavar="VALUES",
                    help="meta-evaluation values to draw as tables: values.jsonl files, or "
                    "the folders holding them (`faithbench meta-eval --out DIR` writes "
-                   "DIR/meta_eval/values.jsonl)")
+                   "DIR/meta_eval/values.jsonl); default: none")
     p.add_argument("--published", nargs="?", const="", default=None, metavar="RELEASE",
                    help="the site of the published reference results (or a release "
-                   "folder), with your --entries beside them where given")
+                   "folder), with your --entries beside them where given; default: your "
+                   "entries only")
 
 
 def main(args) -> int:

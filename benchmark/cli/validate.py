@@ -20,8 +20,9 @@ def add_arguments(p) -> None:
                    help="the synthetic task's model family: bilstm (default) or transformer "
                    "(all-MiniLM-L6-v2 fine-tuned on it: subword pieces, per-layer attention)")
     g.add_argument("--layers", type=int, help="transformer: keep only the first N encoder "
-                   "layers (faster; the checks do not need a good model)")
-    g.add_argument("--epochs", type=int, help="override the synthetic task's epochs")
+                   "layers (faster; the checks do not need a good model); default: all")
+    g.add_argument("--epochs", type=int, help="override the synthetic task's epochs "
+                   "(default: the task's own)")
     options.plugins(p.add_argument_group("explainers"))
     options.progress(p)
 

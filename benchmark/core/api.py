@@ -296,6 +296,9 @@ class TaskSpec:
     citation: str = ""
     has_reference: bool = False  # human or planted rationales exist
     params: tuple[tuple[str, Any], ...] = ()
+    # the references are planted: tokens the labels were made to depend on, a ground
+    # truth of what a model that learned the task relies on (``faithbench meta-eval``)
+    ground_truth: bool = False
 
     def __post_init__(self):
         _one_of("task", self.name, "kind", self.kind, TASK_KINDS)
@@ -339,6 +342,24 @@ class DataTransform(Protocol):
 
 
 @dataclass(frozen=True)
+class DatasetOptions:
+    """A user's own dataset, for the ``text`` and ``text_pair`` tasks: anything
+    ``datasets`` loads (``source``: a hub id, a folder, or a JSON Lines, JSON, CSV, TSV
+    or Parquet file) and the columns to read. ``labels`` fixes the label order (else the
+    sorted values, or a ``ClassLabel``'s names); ``rationale`` a column of token indices
+    or a 0/1 mask per token, a human rationale unless ``rationale_kind`` is "planted"
+    (tokens the label was made to depend on: a ground truth ``meta-eval`` accepts)."""
+
+    source: str
+    text: str
+    label: str
+    pair: str | None = None
+    labels: tuple[str, ...] | None = None
+    rationale: str | None = None
+    rationale_kind: str = "human"
+
+
+@dataclass(frozen=True)
 class TaskOptions:
     """Run-time choices that change data or model (and so the cache key)."""
 
@@ -358,6 +379,11 @@ class TaskOptions:
     # no key, another device or bf16 trains another model
     device: str = "cpu"
     precision: str = "fp32"
+    half_weights: bool = False  # trained weights rounded to float16 (``TrainConfig``)
+    dataset: DatasetOptions | None = None  # the text and text_pair tasks' data
+    # a release folder whose model (named by the content key) is loaded instead of
+    # training one: ``submit --published`` (``core.models.lifecycle.from_release``)
+    published: str | None = None
 
     @property
     def reads_training_split(self) -> bool:
@@ -466,6 +492,15 @@ class MetricSpec:
 
     def param(self, key: str) -> Any:
         return dict(self.params)[key]
+
+    @property
+    def depends_on_examples(self) -> bool:
+        """Whether an example's value depends on the other examples scored with it: a
+        plausibility metric whose cut ``k_frac`` is left to ``MetricInput.reference_rate``
+        (the rationale rate of every example scored), so a subset of a split scores its
+        examples otherwise than the whole split does."""
+        return self.needs_reference and "k_frac" in dict(self.params) \
+            and dict(self.params)["k_frac"] is None
 
 
 def _one_of(what: str, name: str, field_: str, value: str, known: tuple[str, ...]) -> None:

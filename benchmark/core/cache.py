@@ -24,6 +24,12 @@ def cache_dir() -> Path:
     return path
 
 
+def model_path(task: str, key: str) -> Path:
+    """Where the model of task ``task`` (its plain name) with content key ``key`` is
+    kept: the file training writes, and the name a release ships it under."""
+    return cache_dir() / "models" / f"{task}-{key}.pt"
+
+
 def weights_hash(state_dict, length: int = 16) -> str:
     """Hash of a model's weights: every tensor's name, dtype, shape and bytes, in name order.
 

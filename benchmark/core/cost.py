@@ -86,9 +86,12 @@ class Cost:
     backward_rows: int | None = None
     peak_mib: float | None = None
     peak_method: str | None = None
+    # rows asked of the model: those forwarded, and those the engine shared with the
+    # metrics answered from memory (forwarded earlier for a metric or another explainer)
+    requested_rows: int | None = None
 
     FIELDS: ClassVar[tuple[str, ...]] = ("forward_rows", "backward_rows", "peak_mib",
-                                         "peak_method")
+                                         "peak_method", "requested_rows")
 
     @property
     def forward_equivalents(self) -> int | None:
@@ -110,7 +113,8 @@ class Cost:
         if parts and all(p.peak_mib is not None for p in parts):
             top = max(parts, key=lambda p: p.peak_mib or 0.0)
             peak, method = top.peak_mib, top.peak_method
-        return cls(summed("forward_rows"), summed("backward_rows"), peak, method)
+        return cls(summed("forward_rows"), summed("backward_rows"), peak, method,
+                   summed("requested_rows"))
 
     def as_dict(self) -> dict:
         """The known fields (a cache line or a worker's answer carries these)."""
@@ -128,7 +132,8 @@ class Cost:
         method = data.get("peak_method")
         if peak is None or method not in PEAK_METHODS:  # a peak says how it was measured
             peak, method = None, None
-        return cls(rows(data.get("forward_rows")), rows(data.get("backward_rows")), peak, method)
+        return cls(rows(data.get("forward_rows")), rows(data.get("backward_rows")), peak, method,
+                   rows(data.get("requested_rows")))
 
 
 UNKNOWN = Cost()  # nothing known (e.g. an explanation cached before faithbench counted)
@@ -139,7 +144,7 @@ class Counts:
     ``backward_rows``), plus those that the perturbation engine shared with the metrics
     (``shared_engine``) forwards through the model itself meanwhile (``watch``)."""
 
-    __slots__ = ("_engine", "_engine_start", "backward_rows", "proxied_rows")
+    __slots__ = ("_engine", "_engine_asked", "_engine_start", "backward_rows", "proxied_rows")
 
     def __init__(self) -> None:
         self.proxied_rows = 0
@@ -150,15 +155,23 @@ class Counts:
         """Count, from now on, the rows ``engine`` forwards (None: no engine)."""
         self._engine = engine
         self._engine_start = _engine_rows(engine)
+        self._engine_asked = _engine_rows(engine, "rows_requested")
 
     @property
     def forward_rows(self) -> int:
         """Rows through the proxy, and through the shared engine since ``__init__``."""
         return self.proxied_rows + _engine_rows(self._engine) - self._engine_start
 
+    @property
+    def requested_rows(self) -> int:
+        """Rows through the proxy, and every row asked of the shared engine since
+        ``watch`` (forwarded, or answered from memory)."""
+        return (self.proxied_rows + _engine_rows(self._engine, "rows_requested")
+                - self._engine_asked)
 
-def _engine_rows(engine) -> int:
-    rows = getattr(engine, "rows_forwarded", 0) if engine is not None else 0
+
+def _engine_rows(engine, what: str = "rows_forwarded") -> int:
+    rows = getattr(engine, what, 0) if engine is not None else 0
     return rows if type(rows) is int else 0
 
 

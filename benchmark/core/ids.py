@@ -113,3 +113,51 @@ def short_name(text: str) -> str:
     ('comprehensiveness', 'aer')
     """
     return text.split("[", 1)[0].split("@", 1)[0]
+
+
+def distinct_labels(ids) -> dict[str, str]:
+    """A short label for each id that still tells it from the others: its name where no
+    other id has that name, else the name with the parameters (and version) in which
+    same-named ids differ; the full id where even that is not unique.
+
+    >>> labels = distinct_labels(["lime[n_samples=500;ridge=1.0]@1", "gradient[norm=l2]@1",
+    ...                           "lime[n_samples=50;ridge=1.0]@1", "comprehensiveness@1",
+    ...                           "comprehensiveness[eraser=mask]@1"])
+    >>> sorted(labels.values())
+    ['comprehensiveness', 'comprehensiveness[eraser=mask]', 'gradient', 'lime[n_samples=500]', \
+'lime[n_samples=50]']
+    """
+    unique = list(dict.fromkeys(ids))
+    parsed = {i: _parsed_or_none(i) for i in unique}
+    by_name: dict[str, list[str]] = {}
+    for i in unique:
+        by_name.setdefault(short_name(i), []).append(i)
+    out = {}
+    for name, same in by_name.items():
+        if len(same) == 1:
+            out[same[0]] = name
+            continue
+        if any(parsed[i] is None for i in same):
+            out.update({i: i for i in same})
+            continue
+        keys = sorted({k for i in same for k in parsed[i].params})  # type: ignore[union-attr]
+        differ = [k for k in keys if len({format_value(parsed[i].params.get(k))  # type: ignore[union-attr]
+                                          for i in same}) > 1]
+        versions = {parsed[i].version for i in same}  # type: ignore[union-attr]
+        for i in same:
+            p = parsed[i]
+            assert p is not None
+            inner = ";".join(f"{k}={format_value(p.params[k])}" for k in differ if k in p.params)
+            label = f"{name}[{inner}]" if inner else name
+            out[i] = label + (f"@{p.version}" if len(versions) > 1 and p.version else "")
+        labels = [out[i] for i in same]
+        if len(set(labels)) < len(labels):
+            out.update({i: i for i in same})
+    return out
+
+
+def _parsed_or_none(text: str) -> ParsedId | None:
+    try:
+        return parse_id(text)
+    except InputError:
+        return None

@@ -74,10 +74,12 @@ class Provenance:
     # alignments scored from a file: the file and its sha256
     alignments: str | None = None
     alignments_sha256: str | None = None
+    # what made the model and its gate check (``core.gate.ModelReport.as_dict``)
+    model: dict[str, Any] | None = None
 
     OPTIONAL: ClassVar[tuple[str, ...]] = (
         "python", "platform", "torch", "torch_threads", "device", "cache_key", "model_accuracy",
-        "config", "seeds", "alignments", "alignments_sha256")
+        "config", "seeds", "alignments", "alignments_sha256", "model")
 
     def as_dict(self) -> dict:
         return _written(self)
@@ -100,7 +102,10 @@ class Timing:
     ``explain_forward_rows`` and ``explain_backward_rows``, the rows it passed through
     the model's forward methods and back through autograd;
     ``explain_forward_equivalents`` = forward rows + ``BACKWARD_COST`` (2) × backward
-    rows; ``explain_peak_mib``, the largest increase of memory during one batch's
+    rows; ``explain_requested_rows``, the rows it asked of the model, those the engine
+    shared with the metrics answered from memory included (what ``leaderboard --cost``
+    charges it: what it costs alone); ``explain_peak_mib``, the largest increase of
+    memory during one batch's
     explain call above its start, measured by ``explain_peak_method``
     (``cuda_max_allocated``, ``rss_hwm`` or ``rss_sampled``). A cached explanation
     keeps the cost of the run that computed it."""
@@ -115,11 +120,12 @@ class Timing:
     explain_forward_equivalents: int | None = None
     explain_peak_mib: float | None = None
     explain_peak_method: str | None = None
+    explain_requested_rows: int | None = None
 
     OPTIONAL: ClassVar[tuple[str, ...]] = (
         "explain_s", "metric_s", "rows_forwarded", "rows_requested", "n_examples",
         "explain_forward_rows", "explain_backward_rows", "explain_forward_equivalents",
-        "explain_peak_mib", "explain_peak_method")
+        "explain_peak_mib", "explain_peak_method", "explain_requested_rows")
 
     def as_dict(self) -> dict:
         return _written(self)

@@ -25,12 +25,7 @@ class Registry(Generic[T]):
         try:
             return self._items[name]
         except KeyError:
-            close = difflib.get_close_matches(name, self._items, n=3)
-            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-            known = ", ".join(sorted(self._items))
-            raise UnknownNameError(
-                f"unknown {self.kind} {name!r}{hint} (known: {known})"
-            ) from None
+            raise unknown(self.kind, name, self._items) from None
 
     def __contains__(self, name: str) -> bool:
         return name in self._items
@@ -43,3 +38,17 @@ class Registry(Generic[T]):
 
     def items(self) -> list[tuple[str, T]]:
         return list(self._items.items())
+
+
+def unknown(kind: str, name: str, known) -> UnknownNameError:
+    """The error for a name the user typed that is not among ``known``: "did you mean"
+    the closest ones, then every known name.
+
+    >>> print(unknown("metric", "comprehensivness", ["comprehensiveness", "sufficiency"]))
+    unknown metric 'comprehensivness'; did you mean 'comprehensiveness'? (known: \
+comprehensiveness, sufficiency)
+    """
+    names = sorted(set(known))
+    close = difflib.get_close_matches(name, names, n=3)
+    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    return UnknownNameError(f"unknown {kind} {name!r}{hint} (known: {', '.join(names)})")

@@ -19,6 +19,8 @@
 - ``racu`` and ``racu_estimate``: ROAR's relative area between curves (Madsen et al.
   2022), per seed, averaged over seeds, with ``corpus_estimate``'s CI.
 - ``holm``: Holm-Bonferroni step-down adjustment for a family of p-values (Holm 1979).
+- ``wilson``: the score interval of a proportion (Wilson 1927), for a model's accuracy
+  (the model gate, ``faithbench.benchmark.core.gate``).
 
 Every resample is drawn from a generator with a fixed seed, so the same values give
 the same interval and p-value. Streams: examples ``default_rng(seed)``, seed rows
@@ -206,6 +208,27 @@ def bootstrap(values, *, n_resamples: int = N_RESAMPLES, alpha: float = ALPHA, s
     means = _resample_means(v, n_resamples, seed)
     lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
     return Estimate(float(v.mean()), float(lo), float(hi), len(v), n_resamples, 1 - alpha, seed)
+
+
+def wilson(successes: int, n: int, *, alpha: float = ALPHA) -> tuple[float, float]:
+    """The (1 - alpha) Wilson score interval of a proportion ``successes / n``: unlike
+    the normal approximation it stays in [0, 1] and keeps its coverage near 0 and 1
+    (Brown, Cai & DasGupta 2001; coverage checked in ``tests/test_gate.py``).
+
+    >>> [round(x, 4) for x in wilson(8, 10)]
+    [0.4902, 0.9433]
+    >>> wilson(0, 5)[0], wilson(5, 5)[1]
+    (0.0, 1.0)
+    """
+    if n < 1 or not 0 <= successes <= n:
+        raise ValueError(f"wilson needs 0 <= successes <= n and n >= 1; got {successes}/{n}")
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1 - alpha / 2))
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * float(np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)))
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def two_level_bootstrap(

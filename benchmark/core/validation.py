@@ -132,7 +132,7 @@ def call_plugin(explainer: Explainer, model: ExplainableModel, batch: Batch, tar
             scores = explainer.explain(counted, given, target.clone(), rng=rng)
         timing.update(wall_s=time.perf_counter() - start, cpu_s=time.process_time() - cpu)
         timing.update(Cost(counts.forward_rows, counts.backward_rows, peak.mib,
-                           peak.method).as_dict())
+                           peak.method, counts.requested_rows).as_dict())
     except (PluginError, _OverBudget):
         timing.update(wall_s=time.perf_counter() - start, cpu_s=time.process_time() - cpu)
         raise

@@ -13,14 +13,14 @@ import copy
 import logging
 import random
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from faithbench.benchmark.core.api import Batch
+from faithbench.benchmark.core.api import Batch, TaskOptions
 from faithbench.benchmark.core.progress import progress_bar
 
 log = logging.getLogger(__name__)
@@ -41,14 +41,25 @@ class TrainConfig:
     # then linear decay to 0 (the usual Transformer fine-tuning schedule)
     optimizer: str = "adam"
     warmup: float = 0.0
+    # the best epoch's weights rounded to float16 (the model still computes in float32):
+    # half the size on disk, and a model that loads from float16 bit for bit (the
+    # published release's models are made so)
+    half_weights: bool = False
 
     def as_dict(self) -> dict:
         d = asdict(self)
         # fields at their defaults are left out, so earlier models keep their cache keys
-        for name, default in (("mask_training", 0.0), ("optimizer", "adam"), ("warmup", 0.0)):
+        for name, default in (("mask_training", 0.0), ("optimizer", "adam"), ("warmup", 0.0),
+                              ("half_weights", False)):
             if d[name] == default:
                 del d[name]
         return d
+
+    def with_options(self, options: TaskOptions) -> TrainConfig:
+        """This configuration with what a run asks of every model family: ``--epochs``
+        (the most epochs) and ``--half-weights``."""
+        config = replace(self, epochs=options.epochs) if options.epochs else self
+        return replace(config, half_weights=True) if options.half_weights else config
 
 
 def epoch_stream(rows, *, seed: int, epoch: int, batch_size: int, length, batches) -> list:
@@ -153,16 +164,26 @@ def _next_word_loss(model, batch, labels):
 
 
 @torch.no_grad()
+def sentence_nll(model: Any, batches: Iterable[tuple[Batch, torch.Tensor]]
+                 ) -> tuple[list[float], list[int]]:
+    """Per sentence: the summed cross-entropy (nats) of its reference target words
+    (teacher-forced, in eval mode), and how many words that is."""
+    model.eval()
+    nll: list[float] = []
+    words: list[int] = []
+    for batch, labels in batches:
+        logits = model.teacher_forced_logits(batch)  # (B, U, V)
+        loss = nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100,
+                                           reduction="none")  # (B, U), 0 at padding
+        nll += loss.sum(1).tolist()
+        words += (labels != -100).sum(1).tolist()
+    return nll, words
+
+
 def perplexity(model: Any, batches: Iterable[tuple[Batch, torch.Tensor]]) -> float:
     """exp(mean cross-entropy per reference target word), teacher-forced, in eval mode."""
-    model.eval()
-    total = count = 0.0
-    for batch, labels in batches:
-        logits = model.teacher_forced_logits(batch)
-        total += float(nn.functional.cross_entropy(
-            logits.flatten(0, 1), labels.flatten(), ignore_index=-100, reduction="sum"))
-        count += int((labels != -100).sum())
-    return float(np.exp(total / max(count, 1)))
+    nll, words = sentence_nll(model, batches)
+    return float(np.exp(sum(nll) / max(sum(words), 1)))
 
 
 NEXT_WORD = Objective(_next_word_loss, lambda m, b: -perplexity(m, b), "val_neg_perplexity")
@@ -237,5 +258,16 @@ def train(
                 break
     if best_state is not None:  # None only if no epoch scored above -inf (NaN)
         model.load_state_dict(best_state)
+    if config.half_weights:
+        round_to_half(model)
     model.eval()
     return best, history
+
+
+def round_to_half(model: nn.Module) -> None:
+    """Every floating-point weight and buffer rounded to the nearest float16 value, kept
+    in its own dtype: a copy stored at float16 loads back to exactly these weights."""
+    with torch.no_grad():
+        for tensor in model.state_dict().values():
+            if tensor.is_floating_point():
+                tensor.copy_(tensor.half().to(tensor.dtype))
