@@ -29,6 +29,7 @@ from faithbench.benchmark.core.files import content_hash
 from faithbench.leaderboard.cost import explain_costs
 from faithbench.leaderboard.curves import FRACTION_AXIS, Curve, curves
 from faithbench.leaderboard.entry import Entry
+from faithbench.leaderboard.models import WEAK
 from faithbench.leaderboard.rank import rank
 from faithbench.leaderboard.release import describe, rerun_command
 from faithbench.leaderboard.render import short_names
@@ -44,7 +45,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 .tab { display: none; } .tab.active { display: block; }
 .example { display: none; } .example.active { display: block; } tr.rationale th { color: #8a5a00; }
 .card { border: 1px solid #ddd; border-radius: 4px; padding: .5em .8em; margin: .5em 0; }
-.note { color: #555; font-size: .9em; } code, pre { font-size: .85em; background: #f6f6f6; }
+.note { color: #555; font-size: .9em; }
+.weak { color: #a00; font-weight: bold; border-left: 4px solid #a00; padding-left: .5em; } code, pre { font-size: .85em; background: #f6f6f6; }
 pre { padding: .5em; overflow-x: auto; } svg { max-width: 100%; height: auto; }
 .tok { padding: 0 .15em; border-radius: 2px; } table.explorer th { white-space: nowrap; }
 """
@@ -369,7 +371,11 @@ def suite_page(task: str, suite: str, rows: list[Ranked], described: dict, costs
     metrics = list(dict.fromkeys(r.metric for r in rows))  # rank's order: family, then metric
     metrics.sort(key=lambda m: not m.startswith("comprehensiveness"))  # the headline first
     by_metric = {m: [r for r in rows if r.metric == m] for m in metrics}
-    parts = [f"<p><a href=\"index.html\">all suites</a></p><h1>{esc(task)}</h1>",
+    # a suite scored on a model the gate refused says so first, and loudly
+    weak = ("<p class=\"weak\">Scored on a weak model (refused by the model gate, scored "
+            "with --allow-weak-model): its faithfulness values may measure noise.</p>"
+            if WEAK in suite else "")
+    parts = [f"<p><a href=\"index.html\">all suites</a></p><h1>{esc(task)}</h1>", weak,
              f"<p>{esc(suite)}</p>", published_note(published), "<h2>Rankings</h2>"]
     group = "metrics"
     short = Counter(by_metric[m][0].metric_name for m in metrics)  # variants: full ids

@@ -126,23 +126,22 @@ def rerun_command(task: str, entries: list[dict]) -> str:
 def write_release(entries: list[Entry], out: Path, version: str, *,
                   commands: list[str] | None = None,
                   agreement: list[AgreementRecord] | None = None,
-                  roar: dict | None = None, models: dict[str, dict] | None = None
-                  ) -> list[Path]:
+                  roar: dict | None = None, models: dict[str, dict] | None = None,
+                  carry: Release | None = None) -> list[Path]:
     """Write release ``version`` of ``entries`` (and of ``agreement``'s records, and a
     ROAR sweep's ``roar`` summary) into ``out``; the files written. ``models``: the
     models already packed into ``out`` (checkpoint -> ``lifecycle.pack``'s dict): each
     suite whose every checkpoint is among them lists them, and its entries are written
-    in full (``reference.write_reference``) for ``submit --published``."""
+    in full (``reference.write_reference``) for ``submit --published``. ``carry``: an
+    earlier release whose suites of tasks ``entries`` do not have are copied as they
+    are (rows, entries, curves, costs, agreement, ROAR), each suite marked with the
+    release it comes from."""
     if not entries:
         raise InputError("a release needs at least one entry")
     out.mkdir(parents=True, exist_ok=True)
     rows = rank(entries)
     costs = explain_costs(entries)
-    ranked = []
-    for r in rows:
-        c = costs.get((r.entry_id, r.task))
-        ranked.append({**r.as_dict(), **dict(zip(COST_COLUMNS, (c.seconds, c.forward_equivalents)
-                                                  if c else (None, None)))})
+    ranked = [_ranked_row(r, costs) for r in rows]
     described = [describe(e) for e in entries]
     suites: list[dict[str, Any]] = []
     full: set[str] = set()
@@ -155,11 +154,26 @@ def write_release(entries: list[Entry], out: Path, version: str, *,
         if shipped:
             suites[-1]["models"] = shipped
             full |= ids
+    spent = run_costs(entries, short=False)
+    trails = curves(entries)
+    if carry is not None:
+        kept = _carried(carry, {r.task for r in rows})
+        suites += kept
+        tasks = {s["task"] for s in kept}
+        ids = {e for s in kept for e in s["entries"]}
+        ranked += [_ranked_row(r, carry.costs) for r in carry.rows if r.task in tasks]
+        described += [d for i, d in carry.entries.items() if i in ids]
+        trails += [c for c in carry.curves if c.task in tasks]
+        spent += [c for c in carry.run_costs if c.task in tasks]
+        agreement = [*(agreement or []), *(r for r in carry.agreement if r.task in tasks)]
+        roar = roar or carry.roar
     manifest: dict[str, Any] = {
         "version": version, "created_at": time.time(), "suites": suites,
         "commands": commands or [],
         "faithbench_versions": sorted({v for d in described
                                        for v in d["faithbench_versions"] or []})}
+    if carry is not None:
+        manifest["carried"] = {"from": carry.version, "commands": carry.manifest["commands"]}
     if full:
         manifest["reference"] = write_reference([e for e in entries if e.entry_id in full],
                                                 out)
@@ -173,10 +187,10 @@ def write_release(entries: list[Entry], out: Path, version: str, *,
              ENTRIES: "".join(json.dumps(json_safe(d), ensure_ascii=False, sort_keys=True) + "\n"
                               for d in described),
              CURVES: "".join(json.dumps(json_safe(c.as_dict()), ensure_ascii=False) + "\n"
-                             for c in curves(entries)),
+                             for c in trails),
              COSTS: "".join(json.dumps(json_safe(dict(zip(RUN_COLUMNS, c.values()))),
                                        ensure_ascii=False) + "\n"
-                            for c in run_costs(entries, short=False)),
+                            for c in spent),
              MANIFEST: json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"}
     if roar:
         files[ROAR] = json.dumps(json_safe(roar), indent=1, ensure_ascii=False) + "\n"
@@ -194,6 +208,20 @@ def write_release(entries: list[Entry], out: Path, version: str, *,
     return written
 
 
+def _ranked_row(row: Ranked, costs: dict[tuple[str, str], ExplainCost]) -> dict:
+    """A ranked row as the release writes it: with its explainer's cost per example."""
+    c = costs.get((row.entry_id, row.task))
+    return {**row.as_dict(), **dict(zip(COST_COLUMNS, (c.seconds, c.forward_equivalents)
+                                        if c else (None, None)))}
+
+
+def _carried(carry: Release, tasks: set[str]) -> list[dict]:
+    """The suites of release ``carry`` of tasks other than ``tasks``, marked with the
+    release they come from (without models: the models of that release are not here)."""
+    return [{**{k: v for k, v in s.items() if k != "models"}, "from": carry.version}
+            for s in carry.manifest["suites"] if s["task"] not in tasks]
+
+
 def _shipped(task: str, described: list[dict], models: dict[str, dict]) -> list[dict]:
     """The packed models of a suite, seed by seed, where every checkpoint of it is packed
     (an entry no model produced, e.g. an aligner scored from a file, needs none)."""
@@ -208,8 +236,11 @@ def _shipped(task: str, described: list[dict], models: dict[str, dict]) -> list[
 
 
 def read_release(path: Path | str | None = None) -> Release:
-    """A release folder (default: the newest shipped one), checked as it is read."""
-    folder = Path(path) if path is not None else latest()
+    """A release folder, or the name of one shipped with the package (``v3``; default:
+    the newest), checked as it is read."""
+    folder = latest() if path is None else Path(path)
+    if path is not None and not folder.exists() and (RELEASES / str(path)).is_dir():
+        folder = RELEASES / str(path)
     try:
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
         names = {f.name for f in fields(Ranked)}

@@ -17,13 +17,14 @@ import json
 import math
 import re
 import textwrap
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from tabulate import tabulate
 
 from faithbench.benchmark.core.errors import InputError
-from faithbench.benchmark.core.ids import distinct_labels
+from faithbench.benchmark.core.ids import distinct_labels, short_name
 from faithbench.leaderboard import latex
 from faithbench.leaderboard.cost import COLUMNS as COST_COLUMNS
 from faithbench.leaderboard.cost import HEADERS as COST_HEADERS
@@ -181,7 +182,7 @@ def render_leaderboard(rows: list[Ranked], fmt: str = "table",
         extra = [{}] * len(rows) if costs is None else [
             dict(zip(COST_COLUMNS, c.values())) for c in costs]
         return _json([{**r.as_dict(), **more} for r, more in zip(rows, extra)])
-    labels = _metric_labels([r.metric for r in rows])
+    labels = _metric_labels([r.metric for r in rows], fmt)
     suites = list(dict.fromkeys((r.task, r.suite) for r in rows))
     several = len(suites) > len({task for task, _ in suites})  # a column only then
     # on a terminal, a column that would hold one value throughout is said once, in the
@@ -306,7 +307,7 @@ def _matrix_text(m: Matrix, fmt: str, cost) -> str:
     if fmt == "table":  # the column the rows are sorted by comes first on a terminal
         m = replace(m, metrics=[m.sort_key] + [c for c in m.metrics if c != m.sort_key])
     costs = None if cost is None else [cost.get((e, m.task), UNKNOWN) for e in m.order]
-    labels = _metric_labels(m.metrics)
+    labels = _metric_labels(m.metrics, fmt)
     heads = {c: f"{labels[c]} {ARROWS[m.direction[c]]}" for c in m.metrics}
     body = []
     for e in m.order:
@@ -408,11 +409,15 @@ def render_comparison(rows: list[Compared], fmt: str = "table") -> str:
                            for r in rows])
     if fmt == "json":
         return _json([r.as_dict() for r in rows])
-    labels = _metric_labels([r.metric for r in rows])
-    headers = ["task", "metric", "n", "A", "B", f"A − B [{_ci(rows)}]", "p", "p (Holm)", "better"]
+    labels = _metric_labels([r.metric for r in rows], fmt)
+    # on a terminal: one task is said in the notes, and the winner by name
+    tasks = fmt != "table" or len({r.task for r in rows}) > 1
+    names = distinct_labels([x for r in rows for x in (r.a, r.b)]) if fmt == "table" else {}
+    headers = [*(["task"] if tasks else []), "metric", "n", "A", "B",
+               f"A − B [{_ci(rows)}]", "p", "p (Holm)", "better"]
     body = [
         [
-            r.task,
+            *([r.task] if tasks else []),
             f"{labels[r.metric]} {ARROWS[r.direction]}",
             n_cell(r),
             num(r.mean_a),
@@ -420,7 +425,7 @@ def render_comparison(rows: list[Compared], fmt: str = "table") -> str:
             cell(r.diff, r.ci_low, r.ci_high),
             p_value(r.p_value),
             p_value(r.p_holm),
-            r.better,
+            names.get(r.better, r.better),
         ]
         for r in rows
     ]
@@ -430,7 +435,7 @@ def render_comparison(rows: list[Compared], fmt: str = "table") -> str:
     notes += [_inline(f"{task}: {suite}", fmt)
               for task, suite in dict.fromkeys((r.task, r.suite) for r in rows)]
     notes += [comparison_note(rows), *undefined_note(rows)]
-    return _text(headers, body, fmt, "llrrrrrrl", notes)
+    return _text(headers, body, fmt, ("l" if tasks else "") + "lrrrrrrl", notes, keep=1 + tasks)
 
 
 def comparison_note(rows: list[Compared]) -> str:
@@ -495,10 +500,22 @@ def _check_fmt(fmt: str) -> None:
         raise InputError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
 
 
-def _metric_labels(metric_ids: list[str]) -> dict[str, str]:
-    """Short names where they are unique among the shown metrics, else the name with the
-    parameters in which they differ (``distinct_labels``)."""
-    return distinct_labels(metric_ids)
+def _metric_labels(metric_ids: list[str], fmt: str = "table") -> dict[str, str]:
+    """Short names where they are unique among the shown metrics; else, on a terminal,
+    the name with the parameters in which they differ (``distinct_labels``), and in the
+    publication formats the full id (as the published tables have always read).
+
+    >>> ids = ["aer@1", "aer[fraction=0.5;links=threshold]@1", "alignment_precision@1"]
+    >>> list(_metric_labels(ids).values())
+    ['aer', 'aer[fraction=0.5;links=threshold]', 'alignment_precision']
+    >>> list(_metric_labels(ids, "markdown").values())
+    ['aer@1', 'aer[fraction=0.5;links=threshold]@1', 'alignment_precision']
+    """
+    if fmt == "table":
+        return distinct_labels(metric_ids)
+    unique = list(dict.fromkeys(metric_ids))
+    counts = Counter(short_name(m) for m in unique)
+    return {m: short_name(m) if counts[short_name(m)] == 1 else m for m in unique}
 
 
 def _ci(rows: Sequence[Ranked | Compared]) -> str:

@@ -167,6 +167,7 @@ def test_an_allowed_weak_model_is_marked_in_every_view(weak_run, tmp_path, capsy
         views[name] = capsys.readouterr().out
     assert main(["site", "--entries", str(board), "--out", str(tmp_path / "site")]) == 0
     views["site"] = "".join(p.read_text() for p in (tmp_path / "site").glob("*.html"))
+    assert 'class="weak"' in views["site"]  # the suite page says it first
     for name, text in views.items():
         flat = " ".join(text.split())
         assert "WEAK MODEL (validation 0." in flat and "majority 0.51" in flat, name

@@ -702,10 +702,15 @@ def test_render_table_layout():
 
 
 def test_render_labels_name_the_parameters_in_which_colliding_metrics_differ():
+    """On a terminal the name and the parameters the two differ in; the publication
+    formats keep the full ids the published tables have always shown."""
     other = COMP.replace("eraser=delete", "eraser=mask")
-    out = render_leaderboard([hand_row(), hand_row(metric=other, entry_id="e3")], "markdown")
-    assert "| comprehensiveness[eraser=delete] ↑ |" in out
-    assert "| comprehensiveness[eraser=mask] ↑ " in out and COMP not in out
+    rows = [hand_row(), hand_row(metric=other, entry_id="e3")]
+    out = render_leaderboard(rows, "table")
+    assert "comprehensiveness[eraser=delete] ↑" in out
+    assert "comprehensiveness[eraser=mask] ↑" in out and COMP not in out
+    md = render_leaderboard(rows, "markdown")
+    assert f"{COMP} ↑" in md and f"{other} ↑" in md
     with pytest.raises(InputError, match="unknown format 'html'"):
         render_leaderboard(HAND_ROWS, "html")
 

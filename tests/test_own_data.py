@@ -198,3 +198,46 @@ def test_planted_rationales_are_a_ground_truth_meta_eval_accepts(tmp_path, capsy
     assert "--rationale-kind planted" in capsys.readouterr().err
     assert main(["meta-eval", *common, "--rationale-kind", "planted"]) == 0
     assert "gradient" in capsys.readouterr().out
+
+
+def test_a_checkpoint_fine_tuned_on_the_data_must_name_its_labels(tmp_path):
+    """``--model-path`` on your own data: a classifier whose labels are the data's (in
+    another order) is evaluated with its outputs put in the data's order, and needs no
+    train split; one with other labels is refused."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    from faithbench.tasks.transformer import base_path, load_tokenizer
+
+    tokenizer = load_tokenizer(base_path())
+
+    def save(folder, id2label):
+        torch.manual_seed(1)
+        config = transformers.BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16,
+                                         num_hidden_layers=1, num_attention_heads=2,
+                                         intermediate_size=32, num_labels=2,
+                                         id2label=id2label,
+                                         label2id={v: k for k, v in id2label.items()})
+        hf = transformers.BertForSequenceClassification(config).eval()
+        hf.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        return hf
+
+    data = tmp_path / "reviews.csv"
+    write_csv(data, rows(300))
+    hf = save(tmp_path / "good", {0: "GOOD", 1: "bad"})
+    ready = get_task("text").prepare(TaskOptions(dataset=own(data),
+                                                 model_path=str(tmp_path / "good")),
+                                     progress=False)
+    assert ready.spec.labels == ("bad", "good") and ";model=hf" in ready.spec.id
+    assert "train" not in ready.splits
+    batch, _, _ = next(ready.batches(ready.examples("test", 3), 3))
+    words = [" ".join(e.tokens).replace(" ##", "") for e in ready.examples("test", 3)]
+    with torch.no_grad():
+        raw = hf(**tokenizer(words, return_tensors="pt", padding=True)).logits
+        assert torch.allclose(ready.model.logits(batch), raw[:, [1, 0]], atol=1e-5)
+    save(tmp_path / "other", {0: "positive", 1: "negative"})
+    with pytest.raises(InputError, match="are not the task's"):
+        get_task("text").prepare(TaskOptions(dataset=own(data),
+                                             model_path=str(tmp_path / "other")),
+                                 progress=False)

@@ -129,3 +129,36 @@ def test_agreement_records_ship_in_a_release_and_reach_its_site(board, tmp_path)
     page = (tmp_path / "site" / "agreement.html").read_text()
     row = shipped[0].rows[0]
     assert f"<td>{row['a']}</td><td>{row['b']}</td>" in page
+
+
+def test_a_release_carries_the_suites_of_an_earlier_one_it_does_not_rerun(board, tmp_path,
+                                                                          capsys):
+    """v10 is written from entries of another task, carrying v9: v9's suite comes along
+    as it was (rows, entries, curves, costs), marked as v9's; a task v10 has is never
+    carried over it."""
+    from faithbench.tasks.synthetic import generate
+
+    write_release(read_entries(board), tmp_path / "v9", "v9", commands=["faithbench run a"])
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"text": " ".join(e.tokens), "y": e.label}) + "\n"
+                            for e in generate("train", 600, 0)))
+    other = tmp_path / "other"
+    assert main(["run", "--tasks", "text", "--dataset", str(data), "--text-column", "text",
+                 "--label-column", "y", "--explainers", "random", "--metrics",
+                 "comprehensiveness", "--limit", "20", "--epochs", "3", "--out", str(other),
+                 *FAST]) == 0
+    assert main(["release", "--entries", str(other / "leaderboard"), "--version", "v10",
+                 "--out", str(tmp_path / "v10"), "--carry", str(tmp_path / "v9")]) == 0
+    old, new = read_release(tmp_path / "v9"), read_release(tmp_path / "v10")
+    carried = [s for s in new.manifest["suites"] if s.get("from") == "v9"]
+    assert [s["task"] for s in carried] == [s["task"] for s in old.manifest["suites"]]
+    assert [r for r in new.rows if r.task.startswith("synthetic")] == old.rows
+    assert {i: d for i, d in new.entries.items() if i in old.entries} == old.entries
+    assert new.manifest["carried"] == {"from": "v9", "commands": ["faithbench run a"]}
+    assert {r.task for r in new.rows} == {*(r.task for r in old.rows),
+                                          *(t for e in read_entries(other / "leaderboard")
+                                            for t in e.suite)}
+    again = tmp_path / "v11"  # carrying v10 over v10's own tasks carries nothing
+    assert main(["release", "--entries", str(other / "leaderboard"), str(board),
+                 "--version", "v11", "--out", str(again), "--carry", str(tmp_path / "v10")]) == 0
+    assert not any(s.get("from") for s in read_release(again).manifest["suites"])

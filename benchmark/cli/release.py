@@ -25,6 +25,10 @@ def add_arguments(p) -> None:
                    help="ship the entries' models (from this machine's cache; float16 where "
                    "trained with --half-weights) and their entries in full, so `faithbench "
                    "submit --published` scores a plugin on them; default: summaries only")
+    p.add_argument("--carry", metavar="RELEASE",
+                   help="an earlier release (a shipped version such as v3, or a folder) "
+                   "whose suites of tasks these entries do not have are copied as they are, "
+                   "each marked with the release it comes from; default: none")
     p.add_argument("--commands-file", help="a text file of the commands that produced the "
                    "entries, one per line, kept in the manifest; default: none")
 
@@ -35,7 +39,7 @@ def main(args) -> int:
     from faithbench.benchmark.cli.site import agreement_records, roar_rows
     from faithbench.benchmark.site import roar_summary
     from faithbench.leaderboard.entry import read_entry_folders
-    from faithbench.leaderboard.release import RELEASES, write_release
+    from faithbench.leaderboard.release import RELEASES, read_release, write_release
 
     entries = read_entry_folders(args.entries)
     commands = []
@@ -49,9 +53,11 @@ def main(args) -> int:
         from faithbench.benchmark.published import pack_models
 
         models = pack_models(entries, out)
+    carry = read_release(args.carry) if args.carry else None
     files = write_release(entries, out, args.version, commands=commands,
                           agreement=agreement_records(args.agreement),
-                          roar=roar_summary(rows) if rows else None, models=models)
+                          roar=roar_summary(rows) if rows else None, models=models,
+                          carry=carry)
     size = sum(f.stat().st_size for f in files)
     print(f"release {args.version}: {len(entries)} entries, {size / 1024:.0f} KiB in "
           f"{len(files)} summary files, in {out}")
