@@ -14,6 +14,7 @@ from pathlib import Path
 
 from faithbench import submissions
 from faithbench import tasks as task_registry
+from faithbench.benchmark.core.api import CLASSIFICATION, PAIR_CLASSIFICATION
 from faithbench.benchmark.core.errors import DataFileError, InputError, PluginError
 from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.isolation import plugin_caller
@@ -180,7 +181,7 @@ def predict(task: str, input_file: str, config: RunConfig) -> list[dict]:
         if row.get("tokens") == []:
             raise DataFileError(input_file, line, "tokens", "empty token list: nothing to "
                                 "predict from")
-    if not task_registry.get_task(task).spec.labels:
+    if task_registry.get_task(task).spec.kind not in (CLASSIFICATION, PAIR_CLASSIFICATION):
         raise InputError(f"predict gives class probabilities; task {task!r} has no classes")
     session = open_session(task, config)
     session = session.on(session.prepared.examples_from_rows(input_file, rows))

@@ -28,8 +28,10 @@ from pathlib import Path
 from faithbench.benchmark.cli import main as faithbench
 
 ROOT = Path(__file__).resolve().parent.parent
-# the README's headline table and every table of the results pages, one page per group
-PAGES = (ROOT / "README.md", *sorted((ROOT / "docs" / "results").glob("*.md")))
+# the README's headline table, every table of the results pages (one page per group)
+# and the guides' worked examples
+PAGES = (ROOT / "README.md", *sorted((ROOT / "docs" / "results").glob("*.md")),
+         *sorted((ROOT / "docs" / "guides").glob("*.md")))
 PREFIXES = ("`faithbench leaderboard ", "`faithbench compare ", "`faithbench meta-eval ",
             "`python benchmarks/workers_budget.py ")
 

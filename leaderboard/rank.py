@@ -280,7 +280,9 @@ def _one_matrix(rows: list[Ranked], task: str, suite: str, sort_by, metrics, pre
                                  f"{', '.join(present)}")
             columns += hits
         rows = [r for r in rows if r.metric in columns]
-    preferred = [m for m in columns if prefer is not None and matches(m, prefer)]
+    # ``prefer``: a metric id (the default parameters), or a name that names one column
+    preferred = ([m for m in columns if m == prefer]
+                 or [m for m in columns if prefer is not None and matches(m, prefer)])
     key = preferred[0] if len(preferred) == 1 else columns[0]
     if sort_by is not None:  # the column itself, else the one column of that name
         named = ([m for m in columns if m == sort_by]

@@ -68,6 +68,16 @@ def test_a_csv_with_renamed_columns_runs_end_to_end(tmp_path, capsys, caplog):
     assert prepared.spec.labels == ("bad", "good")
     flipped = get_task("text").concrete(TaskOptions(dataset=own(data, labels=("good", "bad"))))
     assert flipped.spec.labels == ("good", "bad") and flipped.spec.id != prepared.spec.id
+    # predict names the data's labels (the planted words decide them: the model learned it)
+    rows_in = tmp_path / "in.jsonl"
+    rows_in.write_text(json.dumps({"id": "a", "tokens": ["w01", "superb", "w02"]}) + "\n"
+                       + json.dumps({"id": "b", "tokens": ["w01", "awful", "w02"]}) + "\n")
+    assert main(["predict", "--task", "text", "--dataset", str(data), "--text-column",
+                 "review", "--label-column", "verdict", "--input", str(rows_in),
+                 "--epochs", "3"]) == 0
+    said = [json.loads(line) for line in capsys.readouterr().out.splitlines()
+            if line.startswith("{")]
+    assert [r["label"] for r in said] == ["good", "bad"]
 
 
 def test_parquet_with_its_own_splits_and_a_rationale_column(tmp_path):

@@ -90,7 +90,7 @@ def main(args) -> int:
         print(render_leaderboard(_named(rows, args), args.format))
         return 0
     columns = _metric_ids(options.split_list(args.metrics))
-    prefer = "comprehensiveness" if args.family in (None, "faithfulness") else None
+    prefer = output.headline() if args.family in (None, "faithfulness") else None
     for task in [args.task] if args.task else sorted({t for e in entries for t in e.suite}):
         print(output.matrices(entries, task, args.format, family=args.family,
                               sort_by=_sort_key(args.metric), metrics=columns, prefer=prefer,
@@ -152,7 +152,7 @@ def _published(args) -> int:
         columns = _metric_ids(options.split_list(args.metrics))
         for task in sorted({r.task for r in rows}):
             print(render_matrix([], task, args.format, sort_by=_sort_key(args.metric),
-                                metrics=columns, prefer="comprehensiveness", rows=rows,
+                                metrics=columns, prefer=output.headline(), rows=rows,
                                 short=_short(args)) + "\n")
     if args.format in ("table", "markdown"):
         output.published_note(release, args.task)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from faithbench.benchmark.cli import options, output
 
 NAME = "meta-eval"
-HELP = "explainers and metrics against ground truth (shortcut and synthetic models)"
+HELP = "explainers and metrics against ground truth (shortcut, synthetic, your planted data)"
 EPILOG = """examples:
   faithbench meta-eval --limit 100                 # offline: the synthetic task's planted rationales
   faithbench meta-eval --tasks shortcut_single shortcut_pair --data-dir ../shared/data \\

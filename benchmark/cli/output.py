@@ -13,7 +13,7 @@ from faithbench.leaderboard.render import safe_table
 def checks(results) -> bool:
     """Print plugin checks; True when every one passed."""
     print(safe_table([(c.check, "PASS" if c.passed else "FAIL", c.detail) for c in results],
-                     headers=["check", "result", "detail"]))
+                     headers=["check", "result", "detail"], width=120))
     return all(c.passed for c in results)
 
 
@@ -28,6 +28,14 @@ def matrix(entries, task: str, fmt: str, *, family=None, sort_by=None, metrics=N
 
 
 SANITY = "sanity"
+
+
+def headline() -> str:
+    """The column a wide table is sorted by when none is asked for: comprehensiveness at
+    its default parameters (beside its mask or segment variants)."""
+    from faithbench import metrics as metric_registry
+
+    return metric_registry.resolve("comprehensiveness").spec.id
 
 
 def matrices(entries, task: str, fmt: str, *, family=None, sort_by=None, metrics=None,
@@ -61,13 +69,14 @@ def summary(result, *, short: bool = True) -> None:
     entries = result.entries  # as the run wrote them: nothing is read back
     for task in sorted({r.task for r in result.results}):
         print(f"\n{task}")
-        print(matrices(entries, task, "table", prefer="comprehensiveness", short=short))
+        print(matrices(entries, task, "table", prefer=headline(), short=short))
     names = distinct_labels([r.explainer for r in result.results]) if short else {}
     flags = [(r.task, names.get(r.explainer, r.explainer), short_name(r.metric), name, count,
               r.estimate.n)
              for r in result.results for name, count in sorted(r.extra.items())]
     if flags:
-        print("\n" + safe_table(flags, headers=["task", "explainer", "metric", "flag", "count", "n"]))
+        print("\n" + safe_table(flags, headers=["task", "explainer", "metric", "flag", "count",
+                                                "n"], width=120))
     if result.rows_requested:
         share = result.rows_forwarded / result.rows_requested
         print("\n" + wrap(f"perturbed rows: {result.rows_requested:,} requested by the "
@@ -90,12 +99,13 @@ def placed(results, release: str, *, short: bool = True) -> None:
         if p.mine is None:
             print("  no entry: the plugin failed on this suite (above)")
             continue
-        print(render_matrix([], p.task, "table", rows=p.rows, prefer="comprehensiveness",
+        print(render_matrix([], p.task, "table", rows=p.rows, prefer=headline(),
                             short=short, mark=p.mine.entry_id))
         names = short_names(p.rows) if short else {r.entry_id: r.explainer for r in p.rows}
         place = {(r.metric, r.entry_id): r.rank for r in p.rows}
         count = {m: sum(1 for r in p.rows if r.metric == m) for m in {r.metric for r in p.rows}}
-        body = [(short_name(c.metric),
+        labels = distinct_labels([c.metric for c in p.neighbours])
+        body = [(labels[c.metric],
                  f"{place[(c.metric, p.mine.entry_id)]} of {count[c.metric]}",
                  names.get(c.b_entry, c.b),
                  f"{num(c.diff)} [{num(c.ci_low)}, {num(c.ci_high)}]", p_value(c.p_holm),
