@@ -107,9 +107,12 @@ def _arrays(e: Entry, task: str, seed: int) -> dict[str, Any]:
             "values": values, "present": present, **out}
 
 
-def read_reference(release: Path, files: dict[str, str]) -> list[Entry]:
-    """The release's reference entries, each file checked against its sha256 in
-    ``files`` (the manifest's) and each entry rebuilt and checked (module docstring)."""
+def read_reference(release: Path, files: dict[str, str], only: set[str] | None = None
+                   ) -> list[Entry]:
+    """The release's reference entries (``only``: those of these entry ids), each file
+    checked against its sha256 in ``files`` (the manifest's) and each entry rebuilt and
+    checked (module docstring)."""
+    files = {n: d for n, d in files.items() if only is None or n.split("/")[1] in only}
     for name, digest in files.items():
         path = release / name
         if not path.is_file() or file_hash(path) != digest:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import difflib
 import json
 import logging
+import math
 import random
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -166,13 +167,25 @@ def label_names(options: DatasetOptions, tables: dict) -> tuple[str, ...]:
     feature = next(iter(tables.values())).features.get(options.label)
     if getattr(feature, "names", None):
         return tuple(str(n) for n in feature.names)
-    values = {v for t in tables.values() for v in t[options.label] if v is not None}
+    values = {v for t in tables.values() for v in map(_label, t[options.label]) if v is not None}
     numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in values)
     ordered = sorted(values, key=lambda v: (v, "") if numbers else (0, str(v)))
     if len(ordered) < 2:
         raise InputError(f"--dataset {options.source}: column {options.label!r} holds "
                          f"{len(ordered)} distinct label(s); a classifier needs at least 2")
     return tuple(str(v) for v in ordered)
+
+
+def _label(value):
+    """A label cell as a label: a missing one (None, an empty cell: NaN in a numeric CSV
+    column) None, a whole float (a numeric column with a gap) an integer.
+
+    >>> _label(1.0), _label(float("nan")), _label("pos"), _label(True)
+    (1, None, 'pos', True)
+    """
+    if isinstance(value, float):
+        return None if math.isnan(value) else int(value) if value.is_integer() else value
+    return value
 
 
 def _where(options: DatasetOptions, split: str, i: int, column: str) -> str:
@@ -197,8 +210,8 @@ def _example(options: DatasetOptions, split: str, i: int, row: dict, index: dict
              ) -> tuple[Example, Any]:
     """The row as an example (no rationale yet) and its raw rationale value."""
     text = _tokens(options, split, i, options.text, row[options.text])
-    label = row[options.label]
-    key = str(label) if label is not None and not isinstance(label, bool) else None
+    label = _label(row[options.label])
+    key = None if label is None else str(label)
     if key not in index:
         raise InputError(f"{_where(options, split, i, options.label)}: label {label!r} is not "
                          f"one of {', '.join(index)}"

@@ -33,8 +33,10 @@ def test_the_wheel_installs_only_faithbench(tmp_path):
                    "faithbench/submissions/TEMPLATE.py"):
         assert module in names
     shipped = [f"faithbench/leaderboard/{p.relative_to(REPO / 'leaderboard')}"
-               for p in (REPO / "leaderboard" / "releases").rglob("*.json*")]
-    assert set(shipped) <= set(names)  # the published releases ship in the wheel
+               for p in (REPO / "leaderboard" / "releases").rglob("*") if p.is_file()]
+    # the published releases ship in the wheel, models and reference entries included
+    assert set(shipped) <= set(names)
+    assert any(n.endswith(".pt") and "/models/" in n for n in names)
     entry = zipfile.ZipFile(wheel).read(f"{wheel.name.split('-py3')[0]}.dist-info/entry_points.txt")
     assert b"faithbench = faithbench.benchmark.cli:main" in entry
 
