@@ -18,17 +18,18 @@ def level(spec) -> str:
 
 def catalog() -> list[tuple[str, list, list[str]]]:
     """(title, rows, headers) for each of tasks, explainers, metrics."""
-    task_rows = [(t.spec.name, t.spec.id, t.spec.kind, t.spec.dataset, t.spec.eval_split)
+    task_rows = [(t.spec.name, t.spec.kind, t.spec.dataset, t.spec.eval_split, t.spec.id)
                  for _, t in task_registry.REGISTRY.items()]
     explainer_rows = []
     for name in submissions.REFERENCE:
         spec = resolve_explainer(name).spec
-        explainer_rows.append((spec.name, spec.id, ", ".join(sorted(spec.requires)) or "-",
-                               spec.cost or "-"))
-    metric_rows = [(m.spec.name, m.spec.id, m.spec.family, m.spec.direction, level(m.spec))
+        explainer_rows.append((spec.name, ", ".join(sorted(spec.requires)) or "-",
+                               spec.cost or "-", spec.id))
+    metric_rows = [(m.spec.name, m.spec.family, m.spec.direction, level(m.spec), m.spec.id)
                    for _, m in metric_registry.REGISTRY.items()]
+    # the id last: the longest, copied whole, so the columns before it stay in view
     return [
-        ("tasks", task_rows, ["name", "id", "kind", "dataset", "eval split"]),
-        ("explainers", explainer_rows, ["name", "id", "requires", "cost per example"]),
-        ("metrics", metric_rows, ["name", "id", "family", "better", "level"]),
+        ("tasks", task_rows, ["name", "kind", "dataset", "eval split", "id"]),
+        ("explainers", explainer_rows, ["name", "requires", "cost per example", "id"]),
+        ("metrics", metric_rows, ["name", "family", "better", "level", "id"]),
     ]

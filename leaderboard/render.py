@@ -549,32 +549,51 @@ def _inline(text: str, fmt: str) -> str:
 
 
 def safe_table(rows, headers=(), *, tablefmt: str = "simple", width: int | None = None,
-               **kwargs) -> str:
+               whole: tuple[str, ...] = (), **kwargs) -> str:
     """``tabulate`` with every cell and header escaped (``escape``): every table
     faithbench prints goes through here, so a name or a plugin's message cannot forge
     rows or columns. ``width``: the widest text columns are wrapped inside their cells
-    until the table fits (``cell_widths``)."""
+    until the table fits (``cell_widths``), except the columns headed ``whole`` (ids a
+    user copies: they stay on one line even where the table is wider then)."""
     cells = [[v if isinstance(v, (int, float)) else escape(v, tablefmt) for v in row]
              for row in rows]
     heads = [escape(h, tablefmt) for h in headers]
     if width is not None and cells:
-        kwargs["maxcolwidths"] = cell_widths(cells, heads, width)
+        widths = cell_widths(cells, heads, width, whole=[h in whole for h in headers])
+        cells = [[_wrap(v, w) for v, w in zip(row, widths)] for row in cells]
     return tabulate(cells, headers=heads, tablefmt=tablefmt, **kwargs)
 
 
-def cell_widths(rows, headers, width: int, least: int = 12) -> list[int]:
+def _wrap(cell, width: int):
+    """A text cell wrapped at spaces to ``width`` (a word longer than that, such as a
+    name, stays whole: tabulate's own wrapping would cut it)."""
+    if isinstance(cell, (int, float)) or len(cell) <= width:
+        return cell
+    return textwrap.fill(cell, width, break_long_words=False, break_on_hyphens=False)
+
+
+def cell_widths(rows, headers, width: int, least: int = 12,
+                whole: list[bool] | None = None) -> list[int]:
     """The widest a cell of each column may be (longer text wraps in its cell) for a
     plain table of at most ``width`` characters: the widest columns give way first,
-    none below ``least`` or its header.
+    none below ``least`` or its header, and a ``whole`` column not at all. A ``whole``
+    last column is left out of the sum: it may run past ``width`` (a terminal folds it)
+    without squeezing the others.
 
     >>> cell_widths([["a", "x" * 100, "y" * 40]], ["h", "id", "text"], 60)
     [3, 26, 27]
+    >>> cell_widths([["a", "x" * 30, "y" * 40]], ["h", "id", "text"], 60, whole=[False, True, False])
+    [3, 30, 23]
+    >>> cell_widths([["a", "y" * 80, "x" * 90]], ["h", "text", "id"], 60, whole=[False, False, True])
+    [3, 55, 90]
     """
     # tabulate pads a column to its header + 2 at least
     heads = [len(str(h)) + 2 for h in headers] if headers else [0] * len(rows[0])
     widths = [max([heads[j]] + [len(str(r[j])) for r in rows]) for j in range(len(heads))]
-    floor = [max(least, h) for h in heads]
-    while sum(widths) + 2 * (len(widths) - 1) > width:
+    whole = whole or [False] * len(heads)
+    floor = [w if keep else max(least, h) for w, h, keep in zip(widths, heads, whole)]
+    past = widths[-1] + 2 if whole[-1] else 0
+    while sum(widths) - past + 2 * (len(widths) - 1) > width:
         j = max(range(len(widths)), key=lambda k: widths[k] - floor[k])
         if widths[j] <= floor[j]:
             break

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -225,8 +226,8 @@ def test_align_writes_links_that_score_alignments_counts(tmp_path, ready, tiny_r
     assert summary["alignment_recall"]["mean"] == pytest.approx(totals[0] / totals[3], abs=1e-12)
     assert summary["aer"]["n"] == 5
     # the README/epilog one-liners: to Pharaoh "i-j" lines and back, unchanged
-    to_txt, back = [line.split('python -c "', 1)[1].rsplit('" <', 1)[0]
-                    for line in align_verb.EPILOG.splitlines() if line.strip().startswith("python -c")]
+    # (each wrapped inside its brackets to fit a terminal, still one shell command)
+    to_txt, back = re.findall(r'python -c "(.*?)"\s*(?:\\\n\s*)?<', align_verb.EPILOG, re.S)
     txt = subprocess.run([sys.executable, "-c", to_txt], input=out.read_text(), text=True,
                          capture_output=True, check=True).stdout
     assert txt.splitlines()[0] == " ".join(f"{i}-{j}" for i, j in rows[0]["links"])

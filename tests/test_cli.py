@@ -148,7 +148,7 @@ def no_model(monkeypatch):
     (["agreement", "--task", "synthetic", "--explainers", "random", "occlusio"],
      "did you mean 'occlusion'"),
     (["roar", "--explainers", "gradiant"], "did you mean 'gradient'"),
-    (["run", "--limit", "5", "--sample", "5"], "exclude each other"),
+    (["run", "--limit", "5", "--sample", "5"], "give a sample smaller than the limit"),
 ])
 def test_bad_names_and_parameters_exit_2_before_any_work(args, needle, tmp_path, no_model,
                                                          capsys, monkeypatch):

@@ -283,7 +283,7 @@ def test_list_shows_each_explainers_nominal_cost(capsys):
     out = capsys.readouterr().out
     assert "cost per example" in out
     line = next(x for x in out.splitlines() if x.startswith("integrated_gradients "))
-    assert line.rstrip().endswith("50 fwd + 50 bwd (n_steps)")
+    assert "embeddings, gradients  50 fwd + 50 bwd (n_steps)  " in line  # the id follows
     line = next(x for x in out.splitlines() if x.startswith("occlusion "))
     assert "T + 1 fwd (T = tokens; words on a subword model)" in line
 

@@ -8,10 +8,10 @@ Exit status: 0 ok; 1 an explainer plugin failed (the rest of the run completed);
 from __future__ import annotations
 
 import argparse
-from typing import Any
 import logging
 import os
 import sys
+from typing import Any
 
 from faithbench.benchmark.cli import (
     agreement,

@@ -16,5 +16,6 @@ def main(args) -> int:
     from faithbench.leaderboard.render import safe_table
 
     for title, rows, headers in catalog():
-        print(f"{title}\n{safe_table(rows, headers=headers, width=120)}\n")
+        table = safe_table(rows, headers=headers, width=120, whole=("name", "id"))
+        print(f"{title}\n{table}\n")
     return 0
