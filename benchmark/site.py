@@ -32,7 +32,7 @@ from faithbench.leaderboard.entry import Entry
 from faithbench.leaderboard.models import WEAK
 from faithbench.leaderboard.rank import rank
 from faithbench.leaderboard.release import describe, rerun_command
-from faithbench.leaderboard.render import short_names
+from faithbench.leaderboard.render import short_names, visible
 from faithbench.leaderboard.rows import Ranked
 
 CSS = """
@@ -78,7 +78,15 @@ OVERLAP_NOTE = ("Bars are 95% confidence intervals (over seeds and examples wher
 
 
 def esc(text) -> str:
-    return html.escape(str(text), quote=True)
+    """Text from entries (names, citations, notes: anyone's) as HTML, with invisible and
+    bidi control characters shown (``render.visible``)."""
+    return html.escape(visible(text), quote=True)
+
+
+def write_page(path: Path, text: str) -> None:
+    """A page as written: every invisible or bidi control character left anywhere in it
+    (an SVG legend, an attribute) shown as ``[U+XXXX]``; the site's own markup has none."""
+    path.write_text(visible(text, keep="\n\t"), encoding="utf-8")
 
 
 def page(title: str, body: str) -> str:
@@ -175,20 +183,20 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
         page_text = suite_page(task, suite, mine, described, costs, published,
                                explorer(task, mine, explained or {}, examples), verdicts or {},
                                by_key)
-        path.write_text(page_text, encoding="utf-8")
+        write_page(path, page_text)
         written.append(path)
     if roar:
-        (out / "roar.html").write_text(roar_page(roar), encoding="utf-8")
+        write_page(out / "roar.html", roar_page(roar))
         written.append(out / "roar.html")
     if agreement:
-        (out / "agreement.html").write_text(agreement_page(agreement), encoding="utf-8")
+        write_page(out / "agreement.html", agreement_page(agreement))
         written.append(out / "agreement.html")
     if meta_eval is not None:
-        (out / "meta-eval.html").write_text(meta_eval_page(meta_eval), encoding="utf-8")
+        write_page(out / "meta-eval.html", meta_eval_page(meta_eval))
         written.append(out / "meta-eval.html")
-    written[0].write_text(index_page(suites, sources or [], command, published, bool(roar),
-                                     bool(agreement), commands or [],
-                                     meta_eval=meta_eval is not None), encoding="utf-8")
+    write_page(written[0], index_page(suites, sources or [], command, published, bool(roar),
+                                      bool(agreement), commands or [],
+                                      meta_eval=meta_eval is not None))
     return written
 
 
@@ -583,7 +591,7 @@ def metric_card(metric: str, row: Ranked) -> str:
     except InputError:  # a plugin's or an older version's metric: the row says enough
         citation = ""
     fields = [("id", metric), ("family", row.family), ("better", row.direction),
-              ("citation", citation)]
+              ("equal scores", registry.tie_rule(metric)), ("citation", citation)]
     rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in fields if v)
     return f"<div class=\"card\"><h3>{esc(row.metric_name)}</h3><table>{rows}</table></div>"
 

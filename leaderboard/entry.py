@@ -8,13 +8,20 @@
                            explainer_spec, submitter, notes, created_at, faithbench_versions,
                            git_commits, suite, models (what made each task's models, and
                            whether the model gate refused one), hashes (sha256 of the two
-                           files above)
+                           files above), seal (the hash of every other header field)
 
-Reading an entry checks both hashes, that the header's suite is the one its results
-give and its entry id the hash of explainer and suite, and recomputes every stored
-estimate's n and mean from the rows (``check_estimates``); rankings recompute the
+Reading an entry checks both hashes and the seal (``check_seal``: a changed, added or
+removed header field is named), that the names it shows are the ones its explainer id
+gives (``check_names``: a relabelled entry), that the header's suite is the one its
+results give and its entry id the hash of explainer and suite, and recomputes every
+stored estimate's n and mean from the rows (``check_estimates``); rankings recompute the
 intervals from the rows. A file changed after it was written is an ``IntegrityError``
-naming it, never used.
+naming it, never used; so is an entry without hashes or (schema 2) without a seal. The
+hashes carry no secret: they catch changes by hand or by accident, and a plugin cannot
+write here at all (its worker's file system is confined). Schema 1 entries (before the
+seal) are read with their names checked against the sealed id; their free text
+(submitter, notes, the spec's citation and description) was never sealed and is not
+shown.
 
 ``suite`` maps each task id to {"split", "examples" (all, first N, or N at random with
 a seed), "model_seeds", "checkpoints" (aligned with the seeds), "data_fingerprint",
@@ -65,7 +72,10 @@ from faithbench.leaderboard.suite import (
     explainer_of,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the header is sealed (``seal``); 1: only the two files are hashed
+READABLE_SCHEMAS = (1, 2)
+UNSEALED_TEXT = ("submitter", "notes")  # and the spec's: shown only from a sealed header
+UNSEALED_SPEC_TEXT = ("citation", "description", "cost")
 HEADER_FIELDS = (
     "schema_version",
     "entry_id",
@@ -168,6 +178,7 @@ def save_entry(
         write_jsonl_atomic(tmp / "results.jsonl", [r.as_dict() for r in records])
         write_jsonl_atomic(tmp / "per_example.jsonl", rows)
         header["hashes"] = {name: file_hash(tmp / name) for name in HASHED}
+        header["seal"] = seal_of(header)
         text = json.dumps(header, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
         atomic_write(tmp / "header.json", lambda p: Path(p).write_text(text, encoding="utf-8"))
         final = _move_into_place(tmp, root / entry_id)
@@ -315,6 +326,8 @@ def read_entry(folder) -> Entry:
         if not path.is_file():
             raise DataFileError(path, None, None, "missing from the entry folder")
     _check_hashes(folder, header)
+    header = check_seal(folder / "header.json", header)
+    check_names(folder / "header.json", header)
     records = []
     for line, d in enumerate(read_jsonl(results_path), start=1):
         rec = ResultRecord.from_dict(d, where=f"{results_path}, line {line}")
@@ -340,19 +353,71 @@ def read_entry(folder) -> Entry:
     return Entry(folder, header, records, rows)
 
 
+RESEAL = ("rerun the `faithbench run` that wrote it (the same --out rewrites the entry from "
+          "its results), or remove the entry folder")
+
+
 def _check_hashes(folder: Path, header: dict) -> None:
-    """Each file's sha256 must be the one the header recorded when it was written."""
+    """Each file's sha256 must be the one the header recorded when it was written; an
+    entry without them is refused (every faithbench that wrote schema 1 or 2 hashed)."""
     hashes = header.get("hashes")
-    if hashes is None:
-        log.warning("%s: written before entries kept content hashes; its estimates are still "
-                    "checked against its rows (rerun `faithbench run` on the same --out to "
-                    "rewrite it)", folder)
-        return
+    if not isinstance(hashes, dict):
+        raise IntegrityError(folder / "header.json", f"entry {folder.name}: field 'hashes' "
+                             "is missing, so nothing shows its results and rows are the ones "
+                             "it was written with; unsealed entries are refused", RESEAL)
     for name in HASHED:
         if hashes.get(name) != file_hash(folder / name):
             raise IntegrityError(folder / name, "its content hash is not the one in "
                                  "header.json", "rerun the run that wrote it, or remove the "
                                  "entry folder")
+
+
+def seal_of(header: dict) -> dict[str, str]:
+    """{field: content hash of its value} for every header field but the seal itself."""
+    return {k: content_hash({"value": v}) for k, v in sorted(header.items()) if k != "seal"}
+
+
+def check_seal(path: Path, header: dict) -> dict:
+    """The header as it may be shown. Schema 2: every field must be the one sealed (a
+    changed, added or removed field is named); schema 1 (no seal yet): the free text
+    nobody sealed (submitter, notes, the spec's citation, description and cost) is
+    dropped, and the names are checked against the id by ``check_names``."""
+    entry = path.parent.name
+    if header["schema_version"] < 2:
+        spec = {k: v for k, v in header["explainer_spec"].items()
+                if k not in UNSEALED_SPEC_TEXT}
+        return {**header, **{k: "" for k in UNSEALED_TEXT if k in header},
+                "explainer_spec": spec}
+    seal = header.get("seal")
+    if not isinstance(seal, dict):
+        raise IntegrityError(path, f"entry {entry}: field 'seal' is missing, and schema "
+                             f"{header['schema_version']} entries are sealed; refused", RESEAL)
+    now = seal_of(header)
+    changed = sorted(k for k in set(now) | set(seal) if now.get(k) != seal.get(k))
+    if changed:
+        how = {k: "added" if k not in seal else "removed" if k not in now else "changed"
+               for k in changed}
+        what = ", ".join(f"{k!r} ({v})" for k, v in how.items())
+        raise IntegrityError(path, f"entry {entry}: header field {what} is not the one "
+                             "sealed when it was written", RESEAL)
+    return header
+
+
+def check_names(path: Path, header: dict) -> None:
+    """What a table shows of an entry must be what its explainer id gives: the id is
+    sealed twice over (the entry id hashes it, every result record names it), so a
+    header naming another explainer (``explainer_name``, the spec's name or id) is a
+    relabelled entry, whatever its seal says."""
+    explainer, spec = header["explainer"], header["explainer_spec"]
+    name = short_name(explainer)
+    shown = (("explainer_name", header["explainer_name"], name),
+             ("explainer_spec.name", spec.get("name", name), name),
+             ("explainer_spec.id", spec.get("id", explainer), explainer))
+    for field, value, want in shown:
+        if value != want:
+            raise IntegrityError(path, f"entry {path.parent.name}: field {field!r} is "
+                                 f"{value!r} but its explainer id {explainer!r} gives "
+                                 f"{want!r} (a relabelled entry)", RESEAL)
 
 
 def _check_header(path: Path, header: dict, records: list[ResultRecord]) -> None:
@@ -409,7 +474,7 @@ def _read_header(path: Path) -> dict:
     for f in HEADER_FIELDS:
         if f not in header:
             raise DataFileError(path, None, f, "missing from entry header")
-    if header["schema_version"] != SCHEMA_VERSION:
+    if header["schema_version"] not in READABLE_SCHEMAS:
         raise DataFileError(
             path, None, "schema_version", f"unsupported version {header['schema_version']!r}"
         )

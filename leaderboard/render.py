@@ -543,6 +543,19 @@ def escape(value, tablefmt: str = "simple") -> str:
     return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text)
 
 
+def visible(text, keep: str = "") -> str:
+    r"""``text`` with every character that prints nothing or reorders the line (control
+    characters, bidi overrides and isolates, zero-width and other format characters,
+    line separators) shown as ``[U+XXXX]``, except those in ``keep``: what the site
+    writes, so a name holding U+202E cannot render "tneidarg" as "gradient".
+
+    >>> visible("\u202etneidarg"), visible("a\u200bb\n", keep="\n")
+    ('[U+202E]tneidarg', 'a[U+200B]b\n')
+    """
+    return "".join(c if c.isprintable() or c in keep else f"[U+{ord(c):04X}]"
+                   for c in str(text))
+
+
 def _inline(text: str, fmt: str) -> str:
     """A note's names (from entries: any text) escaped as a cell is: one line, no markup."""
     return escape(text, "github" if fmt == "markdown" else "simple")

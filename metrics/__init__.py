@@ -178,6 +178,30 @@ def get_metric(name: str) -> SimpleMetric:
     return REGISTRY.get(name)
 
 
+# The version of each ranking metric from which equal scores are ordered at random,
+# seeded by the example's id (``faithbench.benchmark.core.ranking``); its versions before
+# ordered them by position, earlier first. The site's metric cards say which applies.
+TIES_SEEDED_FROM = {"aopc_morf": 2, "aopc_lerf": 2, "comprehensiveness": 2, "sufficiency": 2,
+                    "flip_rate": 3, "flip_fraction": 3, "naopc_comprehensiveness": 2,
+                    "naopc_sufficiency": 2, "ffidelity_plus": 2, "ffidelity_minus": 2,
+                    "segment_share": 3, "r_precision": 3, "average_precision": 3,
+                    "token_f1": 4, "token_f1_micro": 3, "mean_rank": 2}
+
+
+def tie_rule(metric_id: str) -> str | None:
+    """How ``metric_id`` ordered equal scores; None for a metric that ranks nothing.
+
+    >>> tie_rule("comprehensiveness[eraser=mask]@2"), tie_rule("flip_rate@2"), tie_rule("auprc@3")
+    ("a random order seeded by the example's id", 'by position, earlier first', None)
+    """
+    name, version = ids.short_name(metric_id), metric_id.rpartition("@")[2]
+    seeded = TIES_SEEDED_FROM.get(name)
+    if seeded is None or not version.isdigit():
+        return None
+    return ("a random order seeded by the example's id" if int(version) >= seeded
+            else "by position, earlier first")
+
+
 # Run only when asked for by name (``--metrics``; ``faithbench meta-eval`` asks for all):
 # NAOPC's bounds cost a beam search per example (about 50x aopc_morf's forwards), the
 # soft metrics draw masks of embeddings, and mean_rank reads a planted ground truth.
@@ -211,7 +235,7 @@ def with_params(metric: SimpleMetric, **changes: Any) -> SimpleMetric:
     parses back to it.
 
     >>> with_params(get_metric("comprehensiveness"), bins=[0.1, 0.5], eraser="mask").spec.id
-    'comprehensiveness[bins=0.1,0.5;eraser=mask;rounding=ceil]@1'
+    'comprehensiveness[bins=0.1,0.5;eraser=mask;rounding=ceil]@2'
     >>> with_params(get_metric("comprehensiveness"), bins=0.5).spec.param("bins")
     (0.5,)
     """
@@ -229,7 +253,7 @@ def resolve(ref: str) -> SimpleMetric:
     before any work.
 
     >>> resolve("flip_rate[segment=1]").spec.id
-    'flip_rate[eraser=delete;segment=1]@2'
+    'flip_rate[eraser=delete;segment=1]@3'
     >>> resolve("sufficiency[bins=0.1,0.5]").spec.param("bins")
     (0.1, 0.5)
     >>> resolve("sufficiency[bins=0.5]").spec.param("bins")

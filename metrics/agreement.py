@@ -18,14 +18,15 @@ both)::
 computed by ``scipy.stats.kendalltau(a, b, variant="b")``, with its p-value for
 τ = 0. Top-k overlap is |top_k(a) ∩ top_k(b)| / k with k = ceil(k_frac · n), in exact
 rational arithmetic (``faithbench.metrics.rationale.bin_sizes``: ceil(0.1 · 30) = 3, never 4),
-clamped to [1, n]; the top-k order is ``faithbench.benchmark.core.ranking`` — ties broken by
-position, earlier first — the order every metric uses.
+clamped to [1, n]; the top-k order is ``faithbench.benchmark.core.ranking`` — equal scores in a
+random order seeded per example, the same for both explainers — the order every metric
+uses.
 
 Undefined cases. τ_b is undefined for n < 2 or when either vector is constant (a
 zero denominator). Those examples get τ = NaN, are left out of the τ summary and the
 share of significant examples, and are counted (``n_undefined``) — never read as 0.
-Top-k overlap is defined for every example with n ≥ 1 (ties go by position, as in
-the metrics), so it averages over all n examples.
+Top-k overlap is defined for every example with n ≥ 1 (ties go in the seeded random
+order, as in the metrics), so it averages over all n examples.
 
 Direction. None: agreement is descriptive, neither higher nor lower is "more
 faithful". Range: τ_b in [−1, 1] (1 = same order, −1 = reversed, ≈ 0 unrelated);
@@ -42,7 +43,7 @@ table before quoting them). Their leave-one-out is our ``occlusion``.
 Hand-worked case. a = [3, 1, 2, 2], b = [3, 2, 1, 2]. Pairs (0,1), (0,2), (0,3) are
 concordant, (1,2) discordant, (1,3) tied in b only, (2,3) tied in a only: C = 3,
 D = 1, n₀ = 6, n₁ = n₂ = 1, so τ_b = 2 / sqrt(5 · 5) = 0.4. With k_frac = 0.5, k = 2:
-top-2 of a is {0, 2} (2 beats 3 by position), of b {0, 1}, overlap 1/2. A constant
+top-2 of a is {0, 2} (2 goes before 3 in the row's seeded tie order), of b {0, 1}, overlap 1/2. A constant
 vector has no τ_b.
 
 >>> taus, pvalues = kendall_per_instance([[3, 1, 2, 2], [1, 1, 1]], [[3, 2, 1, 2], [0, 1, 2]])
@@ -66,7 +67,7 @@ import numpy as np
 import torch
 
 from faithbench.benchmark.core.errors import InputError
-from faithbench.benchmark.core.ranking import top_k_mask
+from faithbench.benchmark.core.ranking import tie_keys, top_k_mask
 from faithbench.benchmark.core.stats import bootstrap
 from faithbench.metrics.rationale import bin_sizes
 
@@ -107,7 +108,8 @@ def top_k_overlap(a: Scores, b: Scores, k_frac: float = 0.2) -> np.ndarray:
     for i, (x, y) in enumerate(rows):
         sa[i, : len(x)], sb[i, : len(y)] = torch.from_numpy(x), torch.from_numpy(y)
     k = bin_sizes(lengths, (k_frac,), "ceil")[:, 0]  # (E,)
-    both = top_k_mask(sa, mask, k) & top_k_mask(sb, mask, k)
+    ties = tie_keys([str(i) for i in range(len(rows))], width)  # row i: one example
+    both = top_k_mask(sa, mask, k, ties) & top_k_mask(sb, mask, k, ties)
     return (both.sum(dim=1).double() / k.double()).numpy()
 
 

@@ -11,7 +11,8 @@ tokens (LeRF, least relevant first) removed::
 The k = 0 term is *not* included. Samek et al. write AOPC = 1/(L+1) · Σ_{k=0..L},
 whose k = 0 term is always zero; our value is theirs times (L+1)/L with L = K', so
 numbers differ from papers that keep the zero term. Tokens are taken in the order of
-``faithbench.benchmark.core.ranking`` (ties broken by position, earlier first); k counts tokens
+``faithbench.benchmark.core.ranking`` (equal scores in a random order seeded by the
+example's id, so an explainer that ties everything scores as random); k counts tokens
 of the whole input (premise and hypothesis together for NLI). An example shorter than
 ``k_max`` is averaged over its own n steps (the curve ends when every token is gone).
 
@@ -124,7 +125,8 @@ def _aopc(inp: MetricInput, k_max: int, eraser: str, segment, granularity, *, le
 
 
 def _spec(name: str, direction: str) -> MetricSpec:
-    return faithfulness_spec(name, direction, (("k_max", 10),), CITATION)
+    # version 2: equal scores in a seeded random order (version 1: by position)
+    return faithfulness_spec(name, direction, (("k_max", 10),), CITATION, version="2")
 
 
 AOPC_MORF = SimpleMetric(spec=_spec("aopc_morf", "higher"), fn=aopc_morf)

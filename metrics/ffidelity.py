@@ -8,8 +8,8 @@ Formula. A surrogate f_r is obtained once per (task, model configuration, seed),
 looking at any explanation: the task's model trained with random masking
 (``--masked-training``, ``TaskOptions.masked_training``). For an example x with n real
 tokens (words on a subword model), gold label y, explanation size s from the grid
-``bins`` and the top k = ⌈s·n⌉ tokens T_s of the explainer's ranking (ties by position,
-``faithbench.benchmark.core.ranking``), let R be the region randomly erased:
+``bins`` and the top k = ⌈s·n⌉ tokens T_s of the explainer's ranking (ties in a random order
+seeded by the example, ``faithbench.benchmark.core.ranking``), let R be the region randomly erased:
 R = T_s for FFid⁺ (the explanation removed), R = the other n − k tokens for FFid⁻ (the
 explanation kept). Each token of R is erased (``eraser``, default the unknown-word id)
 independently with probability
@@ -168,7 +168,8 @@ def stochastic_removal(inp: MetricInput, labels: torch.Tensor, *, bins: Sequence
     unit_mask = cand.eligible if cand.words is None else cand.pool(inp.scores.float())[1]
     b, s = len(inp.batch), len(bins)
     k = sizes_k(cand.n, bins)  # (B, S)
-    top = ranked_mask(unit_scores.cpu(), unit_mask.cpu(), k)  # (B, S, W)
+    top = ranked_mask(unit_scores.cpu(), unit_mask.cpu(), k,
+                      cand.unit_ties(unit_scores).cpu())  # (B, S, W)
     region = (unit_mask.cpu().unsqueeze(1) & ~top) if minus else top
     size = region.sum(2)  # (B, S)
     rate = torch.where(size > 0, torch.clamp(beta * cand.n.cpu().double().unsqueeze(1)
@@ -294,7 +295,7 @@ class FFidelity:
 
 def _spec(name: str, direction: str) -> MetricSpec:
     return MetricSpec(
-        name=name, version="1", direction=direction,
+        name=name, version="2", direction=direction,  # 2: ties in a seeded random order
         kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}),
         params=(("alpha", 0.5), ("beta", 0.1), ("samples", 50), ("bins", SIZES),
                 ("measure", "accuracy"), ("eraser", "mask"), ("granularity", None)),

@@ -4,8 +4,8 @@ the input must go, in importance order, before it does.
 Metric card
 -----------
 Formula. For an example x with n real tokens, let x₍ₖ₎ be x with its k most
-important tokens removed (order from ``faithbench.benchmark.core.ranking``; ties broken by
-position, earlier first) and pred(·) = argmax_c p_c(·) (ties in p go to the lower
+important tokens removed (order from ``faithbench.benchmark.core.ranking``; equal scores in a
+random order seeded by the example's id) and pred(·) = argmax_c p_c(·) (ties in p go to the lower
 class index, as ``torch.argmax``)::
 
     flip_rate(x)     = 1  if pred(x₍₁₎) ≠ pred(x)  else 0
@@ -136,8 +136,9 @@ def base_decision(inp: MetricInput) -> torch.Tensor:
 
 
 def _spec(name: str, direction: str) -> MetricSpec:
-    # version 2: flips are counted against the prediction, not the explained target
-    return faithfulness_spec(name, direction, (), CITATION, version="2")
+    # version 2: flips are counted against the prediction, not the explained target;
+    # version 3: equal scores in a seeded random order (before: by position)
+    return faithfulness_spec(name, direction, (), CITATION, version="3")
 
 
 FLIP_RATE = SimpleMetric(spec=_spec("flip_rate", "higher"), fn=flip_rate)

@@ -23,8 +23,8 @@ term gives the same number). Where upper = lower (every ordering scores the same
 n = 1) the ratio is undefined: the value is NaN (left out of the mean and counted as
 undefined) and the flag ``flat`` is True; ``if_flat=0`` puts 0 there, as the authors'
 scripts do.
-Units are ordered by ``faithbench.benchmark.core.ranking`` (equal scores by position,
-earlier first; sufficiency takes the k least important as ``aopc_lerf`` does).
+Units are ordered by ``faithbench.benchmark.core.ranking`` (equal scores in a random
+order seeded by the example's id; sufficiency takes the k least important as ``aopc_lerf`` does).
 
 Search. ``search="exact"``: g is computed for all 2ⁿ subsets and the bounds are found by a
 dynamic programme over the subset lattice: F(∅) = 0, F(S) = g(S) + max (min) over u ∈ S of
@@ -375,7 +375,8 @@ def _spec(name: str, direction: str):
     return faithfulness_spec(
         name, direction,
         (("search", "beam"), ("beam_size", 5), ("max_exact", 12), ("if_flat", None)),
-        CITATION, kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}))
+        CITATION, version="2",  # 2: equal scores in a seeded random order
+        kinds=frozenset({CLASSIFICATION, PAIR_CLASSIFICATION}))
 
 
 def with_search(metric: SimpleMetric, search: str, beam_size: int | None = None

@@ -12,10 +12,10 @@ version 1 of those names computed, now under their textbook names (``r_precision
 ================== ================================= ===================================
 metric             cut / curve                       tied scores
 ================== ================================= ===================================
-r_precision        top k, k = |R| of *this* example  broken by position (earlier first)
-token_f1           top k, k = ceil(rate · n), one    broken by position (earlier first)
+r_precision        top k, k = |R| of *this* example  a random order seeded by the example
+token_f1           top k, k = ceil(rate · n), one    a random order seeded by the example
                    dataset-level rate (ERASER)
-average_precision  step-wise PR area (AP)            broken by position (earlier first)
+average_precision  step-wise PR area (AP)            a random order seeded by the example
 auprc              trapezoidal PR area (ERASER)      pooled: one threshold per value
 ================== ================================= ===================================
 
@@ -31,7 +31,8 @@ scale.
 Metric card: ``r_precision``
 ----------------------------
 Formula. With k = |R|, let S be the k most important tokens by the explainer's
-scores (``faithbench.benchmark.core.ranking``; ties broken by position, earlier first). With
+scores (``faithbench.benchmark.core.ranking``; equal scores in a random order seeded by
+the example's id, ``tie_keys``). With
 |S| = |R| = k, precision, recall and F1 coincide::
 
     r_precision(x) = |S ∩ R| / |R|
@@ -51,8 +52,8 @@ Formula. ERASER's token-level hard-rationale F1 (``score_hard_rationale_predicti
 dataset-level k as ERASER does for soft-scoring models. With n real tokens and a
 rate ρ, k = ceil(ρ · n) clamped to [1, n] (a product within 1e-9 of an integer
 counts as that integer, so float noise in ρ never adds a token: 0.07 · 100 is
-7.000000000000001 in floating point, and k is 7). S is the top k tokens (ties by
-position, as for ``r_precision``)::
+7.000000000000001 in floating point, and k is 7). S is the top k tokens (ties in
+the seeded random order, as for ``r_precision``)::
 
     P = |S ∩ R| / |S|,  Rec = |S ∩ R| / |R|,
     token_f1(x) = 2 · P · Rec / (P + Rec) = 2 |S ∩ R| / (k + |R|),  0 when S ∩ R = ∅
@@ -92,7 +93,7 @@ Parameter. ``k_frac``, as for ``token_f1``. Direction: higher. Range [0, 1].
 Metric card: ``average_precision``
 ----------------------------------
 Formula. Rank the n real tokens by score (``faithbench.benchmark.core.ranking.importance_order``:
-ties broken by position, earlier first). With rel_i = 1 if the i-th ranked token is
+equal scores in the example's seeded random order). With rel_i = 1 if the i-th ranked token is
 in R, P_i = (rel_1 + ... + rel_i) / i the precision and R_i = (rel_1 + ... + rel_i) / |R|
 the recall after i tokens::
 
@@ -101,8 +102,9 @@ the recall after i tokens::
 the step-wise area under the precision–recall curve: scikit-learn's
 ``average_precision_score`` (ERASER's ``average_precision`` soft-score metric), up
 to ties — scikit-learn puts all tokens with equal scores at one threshold; here a
-tied block is ordered by position, like every other rank-based metric of the
-benchmark.
+tied block is taken in the example's seeded random order, like every other
+rank-based metric of the benchmark (an order by position would reward a constant
+explainer whenever the reference sits early).
 
 Direction. Higher is more plausible: the reference tokens come first.
 
@@ -159,6 +161,9 @@ ERASER's word tokens. The engine's ρ is a mean over words too. ``granularity=
 "subword"`` ranks and counts the pieces instead (each piece its own unit; ``token_f1``
 then needs ``k_frac``). Versions 2 (3 for ``token_f1``, ``auprc``) count words; the
 versions before counted pieces on a Transformer (the same values on a BiLSTM).
+Versions 3 (4 for ``token_f1``, 2 for ``mean_rank``) order equal scores at random, seeded
+by the example; the versions before ordered them by position (``auprc`` pools ties, so
+the order never mattered to it).
 
 OOD caveat. None of their own (nothing is erased), but plausibility says nothing
 about faithfulness: a model can be right for reasons the reference does not mark,
@@ -168,14 +173,16 @@ Citation. DeYoung, Jain, Rajani, Lehman, Xiong, Socher & Wallace (2020), "ERASER
 benchmark to evaluate rationalized NLP models", ACL (``rationale_benchmark/metrics.py``).
 
 Hand-worked cases. Reference {0, 2} of n = 4; row a scores [0.9, 0.1, 0.5, 0.7]
-(order 0, 3, 2, 1), row b ties everywhere (order 0, 1, 2, 3 by position).
+(order 0, 3, 2, 1), row b ties everywhere (order 1, 2, 0, 3: the keys seeded by its id
+"b", ``ranking.tie_keys``).
 
-- r_precision (k = |R| = 2): a: top {0, 3} holds one hit, 1/2; b: {0, 1}, 1/2.
+- r_precision (k = |R| = 2): a: top {0, 3} holds one hit, 1/2; b: {1, 2}, 1/2.
 - token_f1 with ρ = 0.75 (k = ceil(3) = 3): a: {0, 3, 2} holds both hits,
-  2 · 2 / (3 + 2) = 0.8; b: {0, 1, 2}, 0.8 too. With the engine's ρ = 2/4 it would
-  equal r_precision here; with k_frac = 0.25 (k = 1), a: {0} gives 2 · 1 / 3 = 2/3.
-- average_precision: a: hits at ranks 1 and 3, (1/1 + 2/3) / 2 = 5/6; b: the same
-  ranks, 5/6 (scikit-learn's pooling would give 2/4 for b).
+  2 · 2 / (3 + 2) = 0.8; b: {1, 2, 0}, 0.8 too. With the engine's ρ = 2/4 it would
+  equal r_precision here; with k_frac = 0.25 (k = 1), a: {0} gives 2 · 1 / 3 = 2/3,
+  b: {1} no hit, 0.
+- average_precision: a: hits at ranks 1 and 3, (1/1 + 2/3) / 2 = 5/6; b: at ranks 2
+  and 3, (1/2 + 2/3) / 2 = 7/12 (scikit-learn's pooling would give 2/4 for b).
 - auprc: a: thresholds 0.9, 0.7, 0.5, 0.1 give (Rec, P) = (1/2, 1), (1/2, 1/2),
   (1, 2/3), (1, 1/2); from (0, 1) the area is 1/2 · 1 + 0 + 1/2 · (1/2 + 2/3) / 2 + 0
   = 19/24 ≈ 0.7917. b: one threshold, (1, 2/4): (1 + 1/2) / 2 = 3/4.
@@ -193,10 +200,10 @@ tensor([0.5000, 0.5000], dtype=torch.float64)
 >>> token_f1(inp, k_frac=None, granularity=None)
 tensor([0.8000, 0.8000], dtype=torch.float64)
 >>> token_f1(inp, k_frac=0.25, granularity=None)
-tensor([0.6667, 0.6667], dtype=torch.float64)
+tensor([0.6667, 0.0000], dtype=torch.float64)
 >>> average_precision(inp, granularity=None)
-tensor([0.8333, 0.8333], dtype=torch.float64)
->>> mean_rank(inp, granularity=None)  # a: order 0, 3, 2, 1; b: all tied, order 0 1 2 3
+tensor([0.8333, 0.5833], dtype=torch.float64)
+>>> mean_rank(inp, granularity=None)  # a: order 0, 3, 2, 1; b: all tied, order 1 2 0 3
 tensor([3., 3.], dtype=torch.float64)
 >>> auprc(inp, granularity=None)
 tensor([0.7917, 0.7500], dtype=torch.float64)
@@ -234,7 +241,7 @@ from faithbench.benchmark.core.api import (
     SimpleMetric,
 )
 from faithbench.benchmark.core.errors import InputError
-from faithbench.benchmark.core.ranking import importance_order, top_k_mask
+from faithbench.benchmark.core.ranking import importance_order, tie_keys, top_k_mask
 from faithbench.metrics.variants import GRANULARITIES, Candidates
 
 CITATION = (
@@ -292,11 +299,16 @@ def by_unit(metric: str, inp: MetricInput, granularity: str | None) -> MetricInp
     return replace(inp, batch=unit_batch, scores=scores, reference=reference)
 
 
+def _ties(inp: MetricInput) -> torch.Tensor:
+    """(B, T) the seeded keys that order equal scores (``ranking.tie_keys``)."""
+    return tie_keys(inp.batch.example_ids, inp.scores.shape[1], inp.scores.device)
+
+
 def r_precision(inp: MetricInput, *, granularity: str | None) -> torch.Tensor:
     """(B,) |top-k(scores) ∩ R| / k with k = |R|, R = reference & mask."""
     inp = by_unit("r_precision", inp, granularity)
     reference, k = checked_reference("r_precision", inp)
-    top = top_k_mask(inp.scores, inp.batch.mask, k)  # (B, T)
+    top = top_k_mask(inp.scores, inp.batch.mask, k, _ties(inp))  # (B, T)
     hits = (top & reference).sum(dim=1)
     return (hits.double() / k.double()).cpu()
 
@@ -306,7 +318,7 @@ def mean_rank(inp: MetricInput, *, granularity: str | None) -> torch.Tensor:
     1-based place of R's last token in the order (|R| at best, n at worst)."""
     inp = by_unit("mean_rank", inp, granularity)
     reference, _ = checked_reference("mean_rank", inp)
-    order = importance_order(inp.scores, inp.batch.mask)  # (B, T), padding last
+    order = importance_order(inp.scores, inp.batch.mask, _ties(inp))  # (B, T), padding last
     rel = reference.gather(1, order)  # (B, T): True where the i-th ranked token is in R
     place = torch.arange(1, rel.shape[1] + 1, device=rel.device).expand_as(rel)
     return place.masked_fill(~rel, 0).amax(dim=1).double().cpu()
@@ -316,7 +328,7 @@ def average_precision(inp: MetricInput, *, granularity: str | None) -> torch.Ten
     """(B,) average precision of the score ranking against R = reference & mask."""
     inp = by_unit("average_precision", inp, granularity)
     reference, k = checked_reference("average_precision", inp)
-    order = importance_order(inp.scores, inp.batch.mask)  # (B, T), padding last
+    order = importance_order(inp.scores, inp.batch.mask, _ties(inp))  # (B, T), padding last
     rel = reference.gather(1, order).double()  # (B, T): 1 where the i-th ranked token is in R
     rank = torch.arange(1, rel.shape[1] + 1, dtype=torch.float64, device=rel.device)
     precision = rel.cumsum(dim=1) / rank  # (B, T) P_i
@@ -374,7 +386,7 @@ def _hard_cut(name: str, inp: MetricInput, k_frac, granularity: str | None = Non
     n = mask.sum(dim=1)  # (B,)
     k = torch.ceil(n.double() * rate - K_TOLERANCE).long()
     k = torch.minimum(k.clamp(min=1), n)  # (B,) in [1, n]
-    hits = (top_k_mask(inp.scores, mask, k) & reference).sum(dim=1).double()
+    hits = (top_k_mask(inp.scores, mask, k, _ties(inp)) & reference).sum(dim=1).double()
     return hits, k.double(), r.double()
 
 
@@ -384,7 +396,7 @@ def auprc(inp: MetricInput, *, granularity: str | None) -> torch.Tensor:
     inp = by_unit("auprc", inp, granularity)
     reference, r = checked_reference("auprc", inp)
     mask = inp.batch.mask
-    order = importance_order(inp.scores, mask)  # (B, T), padding last
+    order = importance_order(inp.scores, mask, _ties(inp))  # (B, T), padding last
     real = mask.gather(1, order)  # (B, T)
     ranked = inp.scores.gather(1, order)  # (B, T) scores in rank order
     tp = reference.gather(1, order).double().cumsum(dim=1)  # (B, T) |S ∩ R| after i tokens
@@ -434,15 +446,15 @@ def _spec(name: str, version: str, params: tuple = (), aggregation=None,
 # pieces there. token_f1 / auprc: version 1 of these names was the rank-based
 # r_precision / average_precision, version 2 counted pieces.
 UNIT = (("granularity", None),)
-R_PRECISION = SimpleMetric(spec=_spec("r_precision", "2", UNIT), fn=r_precision)
-AVERAGE_PRECISION = SimpleMetric(spec=_spec("average_precision", "2", UNIT),
+R_PRECISION = SimpleMetric(spec=_spec("r_precision", "3", UNIT), fn=r_precision)
+AVERAGE_PRECISION = SimpleMetric(spec=_spec("average_precision", "3", UNIT),
                                  fn=average_precision)
-TOKEN_F1 = SimpleMetric(spec=_spec("token_f1", "3", (("k_frac", None), *UNIT)), fn=token_f1)
+TOKEN_F1 = SimpleMetric(spec=_spec("token_f1", "4", (("k_frac", None), *UNIT)), fn=token_f1)
 AUPRC = SimpleMetric(spec=_spec("auprc", "3", UNIT), fn=auprc)
-MEAN_RANK = SimpleMetric(spec=_spec("mean_rank", "1", UNIT, direction="lower",
+MEAN_RANK = SimpleMetric(spec=_spec("mean_rank", "2", UNIT, direction="lower",
                                     citation=SHORTCUTS_CITATION), fn=mean_rank)
 # corpus level: 2 Σ|S ∩ R| / (Σ|S| + Σ|R|), ERASER's "instance_micro" F1
 MICRO_F1 = Aggregation(stats=("hits", "selected", "reference"), numerator=(2.0, 0.0, 0.0),
                        denominator=(0.0, 1.0, 1.0))
 TOKEN_F1_MICRO = SimpleMetric(
-    spec=_spec("token_f1_micro", "2", (("k_frac", None), *UNIT), MICRO_F1), fn=token_f1_micro)
+    spec=_spec("token_f1_micro", "3", (("k_frac", None), *UNIT), MICRO_F1), fn=token_f1_micro)

@@ -216,7 +216,8 @@ def _spec(name: str, direction: str) -> MetricSpec:
     return faithfulness_spec(name, direction, (("bins", (0.01, 0.05, 0.1, 0.2, 0.5)),
                                                ("rounding", "ceil"), ("positive_only", None),
                                                ("distinct", None), ("if_empty", None),
-                                               ("ties", None)), CITATION)
+                                               ("ties", None)), CITATION,
+                             version="2")  # 2: equal scores in a seeded random order
 
 
 COMPREHENSIVENESS = SimpleMetric(spec=_spec("comprehensiveness", "higher"), fn=comprehensiveness)

@@ -59,7 +59,7 @@ def segment_share(inp: MetricInput, *, bins, rounding: str, segment: int,
     inside = (batch.segments == segment) & batch.mask
     if units.words is not None:  # a word lies in the segment of its pieces
         inside = units.pool(inside.to(scores.dtype))[0] > 0
-    top = ranked_mask(scores, exists, k)  # (B, V, W)
+    top = ranked_mask(scores, exists, k, units.unit_ties(scores))  # (B, V, W)
     count = (top & inside.unsqueeze(1)).sum(dim=2)  # (B, V)
     return (count.double() / k.double()).mean(dim=1)
 
@@ -67,7 +67,7 @@ def segment_share(inp: MetricInput, *, bins, rounding: str, segment: int,
 SEGMENT_SHARE = SimpleMetric(
     spec=MetricSpec(
         name="segment_share",
-        version="2",  # words on a subword model; version 1 counted pieces there
+        version="3",  # 3: ties in a seeded random order; 2: words on a subword model
         direction="none",
         kinds=frozenset({PAIR_CLASSIFICATION}),
         params=(("bins", (0.01, 0.05, 0.1, 0.2, 0.5)), ("rounding", "ceil"), ("segment", 0),

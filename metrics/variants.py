@@ -1,5 +1,6 @@
 """Shared machinery of the faithfulness metrics: keep-masks built from the one
-ordering in ``faithbench.benchmark.core.ranking``, and one trip through the perturbation
+ordering in ``faithbench.benchmark.core.ranking`` (equal scores in a random order
+seeded by the example's id), and one trip through the perturbation
 engine per metric call.
 
 A metric describes its variants as a (B, V, T) keep tensor (True = keep) plus a
@@ -35,7 +36,7 @@ from faithbench.benchmark.core.api import (
     MetricSpec,
 )
 from faithbench.benchmark.core.errors import InputError
-from faithbench.benchmark.core.ranking import least_k_mask, top_k_mask
+from faithbench.benchmark.core.ranking import least_k_mask, tie_keys, top_k_mask
 
 GRANULARITIES = (None, "word", "subword")
 
@@ -78,22 +79,24 @@ class Candidates:
     """What a metric may rank and erase in each row: ``eligible`` (B, T) positions, and
     the units they form. A unit is a token, or on a subword model (``batch.words``) a
     whole word: its pieces are ranked by the sum of their scores and erased together
-    (``granularity="subword"`` ranks pieces). ``n`` (B,) counts units."""
+    (``granularity="subword"`` ranks pieces). ``n`` (B,) counts units; ``ties`` (B, T)
+    orders equal scores (``ranking.tie_keys``, unit w takes key w)."""
 
     eligible: torch.Tensor
     n: torch.Tensor
+    ties: torch.Tensor
     words: torch.Tensor | None = None  # (B, T) unit of each position; None: the position
 
     def ranked(self, scores: torch.Tensor, k: torch.Tensor, *, least: bool = False,
                positive_only: bool = False, ties: str | None = None) -> torch.Tensor:
         """(B, V, T) positions of the k[b, v] most (or least) important units;
         ``positive_only``: of those, only units scored above 0 (ferret's rationale);
-        ``ties``: None breaks equal scores by position (earlier first); "stable",
+        ``ties``: None orders equal scores by the example's seeded keys; "stable",
         "introsort" or "numpy" take ferret's ``argsort()[-k:][::-1]`` with that sort
         (``argsort_top_k``; most important only)."""
         if ties not in TIES:
-            raise InputError(f"unknown ties {ties!r}; leave it out (by position, earlier "
-                             f"first) or choose one of {', '.join(TIES[1:])}")
+            raise InputError(f"unknown ties {ties!r}; leave it out (a random order seeded "
+                             f"by the example) or choose one of {', '.join(TIES[1:])}")
         if self.words is None:
             unit_scores, unit_mask = scores, self.eligible
         else:
@@ -101,10 +104,15 @@ class Candidates:
         if ties is not None:
             chosen = argsort_top_k(unit_scores, unit_mask, k, ties)
         else:
-            chosen = ranked_mask(unit_scores, unit_mask, k, least=least)
+            chosen = ranked_mask(unit_scores, unit_mask, k, self.unit_ties(unit_scores),
+                                 least=least)
         if positive_only:
             chosen = chosen & (unit_scores > 0).unsqueeze(1)
         return chosen if self.words is None else self.expand(chosen)
+
+    def unit_ties(self, unit_scores: torch.Tensor) -> torch.Tensor:
+        """(B, W) the tie keys of the units of ``unit_scores`` (B, W)."""
+        return self.ties[:, : unit_scores.shape[1]].to(unit_scores.device)
 
     def unit_scores(self, scores: torch.Tensor) -> torch.Tensor:
         """(B, W) the score of each unit, in the order of ``units()``."""
@@ -138,7 +146,8 @@ class Candidates:
         return masks, masks.any(dim=2)
 
 
-# How equal scores are ordered: None by position (earlier first, as everywhere else);
+# How equal scores are ordered: None by keys seeded with the example's id (a random order,
+# as everywhere else: ``faithbench.benchmark.core.ranking``);
 # the others are ferret's ``np.array(scores).argsort()[-k:][::-1]`` (ferret-xai 0.4.2,
 # ``_get_id_tokens_top_k``), whose order among equal scores is the sort's:
 #   stable     a stable argsort: equal scores end up later position first. Machine-free.
@@ -276,25 +285,30 @@ def candidates(metric: str, inp: MetricInput, segment: int | None,
             raise InputError(f"metric {metric}: segment={segment!r} needs a batch with segments")
         eligible = batch.mask & (batch.segments == segment)
     real_lengths(metric, batch.replace(mask=eligible))  # an empty row is an error
+    ties = tie_keys(batch.example_ids, eligible.shape[1], eligible.device)
     if batch.words is None or granularity == "subword":
-        return Candidates(eligible, eligible.sum(dim=1))
+        return Candidates(eligible, eligible.sum(dim=1), ties)
     words = torch.where(eligible, batch.words, -1)  # distinct eligible words per row
     n = torch.tensor([len(set(row.tolist()) - {-1}) for row in words], dtype=torch.long)
-    return Candidates(eligible, n.to(eligible.device), batch.words)
+    return Candidates(eligible, n.to(eligible.device), ties, batch.words)
 
 
-def ranked_mask(scores: torch.Tensor, mask: torch.Tensor, k: torch.Tensor, *, least: bool = False):
+def ranked_mask(scores: torch.Tensor, mask: torch.Tensor, k: torch.Tensor, ties: torch.Tensor,
+                *, least: bool = False):
     """(B, V, T) bool: for each (b, v), the k[b, v] most (or least) important real tokens.
 
-    scores, mask: (B, T); k: (B, V) long. Every variant uses ``faithbench.benchmark.core.ranking``
-    on its row, so ties are broken by position exactly as everywhere else.
+    scores, mask, ties: (B, T); k: (B, V) long. Every variant uses
+    ``faithbench.benchmark.core.ranking`` on its row, so equal scores are ordered by the
+    same seeded keys as everywhere else.
     """
     b, v = k.shape
     t = scores.shape[1]
-    flat_scores = scores.unsqueeze(1).expand(b, v, t).reshape(b * v, t)
-    flat_mask = mask.unsqueeze(1).expand(b, v, t).reshape(b * v, t)
+
+    def flat(x):
+        return x.unsqueeze(1).expand(b, v, t).reshape(b * v, t)
+
     pick = least_k_mask if least else top_k_mask
-    return pick(flat_scores, flat_mask, k.reshape(-1)).reshape(b, v, t)
+    return pick(flat(scores), flat(mask), k.reshape(-1), flat(ties[:, :t])).reshape(b, v, t)
 
 
 def variant_probs(

@@ -71,7 +71,7 @@ def test_list_shows_canonical_ids(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "gradient[norm=l2]@1" in out
-    assert "comprehensiveness[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil]@1" in out
+    assert "comprehensiveness[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil]@2" in out
     assert "sentiment@1" in out
 
 

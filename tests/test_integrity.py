@@ -24,7 +24,7 @@ from faithbench.benchmark.core.records import read_jsonl, write_jsonl_atomic
 from faithbench.benchmark.plan import RunConfig
 from faithbench.benchmark.runner import resolve_explainer, run
 from faithbench.benchmark.session import Explained, open_session
-from faithbench.leaderboard.entry import read_entries
+from faithbench.leaderboard.entry import read_entries, seal_of
 from faithbench.leaderboard.rank import rank
 from faithbench.leaderboard.render import render_comparison, render_leaderboard
 from faithbench.leaderboard.rows import Compared, Ranked
@@ -150,9 +150,11 @@ def entry(tmp_path, synthetic_ready) -> Path:
 
 
 def _reseal(folder: Path) -> None:
-    """What a forger who knows the format does after editing: update the hashes."""
+    """What a forger who knows the format does after editing: update the hashes and the
+    seal (neither holds a secret)."""
     header = json.loads((folder / "header.json").read_text())
     header["hashes"] = {n: file_hash(folder / n) for n in header["hashes"]}
+    header["seal"] = seal_of(header)
     (folder / "header.json").write_text(json.dumps(header))
 
 
@@ -209,11 +211,12 @@ def test_an_edited_estimate_is_refused_or_ignored(entry):
         read_entries(entry.parent)
 
 
+@pytest.mark.parametrize("reseal", [False, True])
 @pytest.mark.parametrize("edit", ["checkpoints", "data_fingerprint", "entry_id"])
-def test_an_edited_header_is_refused(entry, edit):
-    """The suite decides which entries are ranked together, so it must be the one the
-    results give; the entry id must be the hash of explainer and suite (a copy of an
-    entry under another id is refused)."""
+def test_an_edited_header_is_refused(entry, edit, reseal):
+    """The seal names the edited field; resealed, the suite must still be the one the
+    results give (it decides which entries are ranked together) and the entry id the
+    hash of explainer and suite (a copy of an entry under another id is refused)."""
     header = json.loads((entry / "header.json").read_text())
     (task,) = header["suite"]
     if edit == "entry_id":
@@ -222,10 +225,16 @@ def test_an_edited_header_is_refused(entry, edit):
     else:
         header["suite"][task][edit] = ["0" * 16] if edit == "checkpoints" else "0" * 16
     (entry / "header.json").write_text(json.dumps(header))
+    if reseal:
+        _reseal(entry)
     with pytest.raises(IntegrityError) as info:
         read_entries(entry.parent)
     assert str(entry / "header.json") in str(info.value)
-    assert ("entry id" if edit == "entry_id" else "suite") in str(info.value)
+    field = "entry_id" if edit == "entry_id" else "suite"
+    if not reseal:
+        assert f"header field {field!r} (changed) is not the one sealed" in str(info.value)
+    else:
+        assert ("entry id" if edit == "entry_id" else "suite") in str(info.value)
 
 
 def test_the_cli_refuses_an_edited_entry_with_exit_2(entry, capsys):

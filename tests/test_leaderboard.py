@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 
 import faithbench.leaderboard.entry as entry_module
-from faithbench.benchmark.core.errors import DataFileError, InputError, UnknownNameError
+from faithbench.benchmark.core.errors import (
+    DataFileError,
+    InputError,
+    IntegrityError,
+    UnknownNameError,
+)
 from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.stats import SEED_T, bootstrap
 from faithbench.leaderboard import (
@@ -33,8 +38,8 @@ from faithbench.leaderboard.render import OVERLAP_IS_NO_TEST
 from faithbench.leaderboard.rows import Ranked
 
 TASK = "sentiment@1"
-COMP = "comprehensiveness[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil]@1"
-SUFF = "sufficiency[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil]@1"
+COMP = "comprehensiveness[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil]@2"
+SUFF = "sufficiency[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil]@2"
 F1 = "token_f1@1"
 ATT, GRAD, OCC = "attention@1", "gradient[norm=l2]@1", "occlusion@1"
 DIRECTION = {COMP: "higher", SUFF: "lower", F1: "higher"}
@@ -543,9 +548,28 @@ def test_find_entry_by_id_prefix_explainer_and_name(tmp_path):
         find_entry(tmp_path, "gradiant")
 
 
-def test_historic_entries_still_read_rank_and_compare():
-    """Entries written by schema version 1, kept as files (tests/fixtures/leaderboard)."""
-    entries = read_entries(FIXTURES)
+def test_entries_from_before_hashes_are_refused(tmp_path):
+    """faithbench 0.1.0's entries (tests/fixtures/leaderboard) kept no content hashes:
+    nothing shows their rows are the ones written, and an entry that drops its hashes
+    to pose as one of them would be ranked too (issue 44), so they are refused."""
+    with pytest.raises(IntegrityError, match="field 'hashes' is missing"):
+        read_entries(FIXTURES)
+
+
+def test_schema_1_entries_still_read_rank_and_compare(tmp_path):
+    """Schema 1 entries (before the header seal) with their file hashes: the fixtures,
+    hashed as faithbench wrote schema 1 from the version that kept hashes on."""
+    import shutil
+
+    from faithbench.benchmark.core.files import file_hash
+
+    for folder in FIXTURES.iterdir():
+        shutil.copytree(folder, tmp_path / folder.name)
+        header = json.loads((folder / "header.json").read_text())
+        header["hashes"] = {n: file_hash(folder / n) for n in entry_module.HASHED}
+        (tmp_path / folder.name / "header.json").write_text(json.dumps(header))
+    entries = read_entries(tmp_path)
+    assert [e.header["schema_version"] for e in entries] == [1, 1]
     rows = rank(entries)
     assert [(r.explainer, r.rank, r.mean, r.n) for r in rows] == [
         ("gradient_x_input@1", 1, 0.5, 4),

@@ -27,6 +27,7 @@ from faithbench.benchmark.core.api import (
 )
 from faithbench.benchmark.core.errors import InputError, UnknownNameError
 from faithbench.benchmark.core.ids import format_id
+from faithbench.benchmark.core.ranking import tie_keys
 from faithbench.benchmark.core.perturb import Perturber
 from faithbench.metrics import REGISTRY, default_metrics, get_metric, with_params
 from faithbench.metrics.rationale import bin_sizes
@@ -177,14 +178,16 @@ def test_aopc_erasers_hand(chunk):
 
 
 @pytest.mark.parametrize("chunk", CHUNKS)
-def test_aopc_ties_broken_by_position(chunk):
-    # all scores equal: MoRF removes positions 0, 1; LeRF removes 4, 3
+def test_aopc_ties_go_in_the_examples_seeded_order(chunk):
+    # all scores equal: the order is that of the keys drawn for the row's id "ex0",
+    # positions 0, 4, 1, 3, 2; MoRF removes 0, 4; LeRF takes the order reversed, 2, 3
+    assert torch.argsort(tie_keys(["ex0"], 5), dim=1).tolist() == [[0, 4, 1, 3, 2]]
     flat = [[0.0] * 5]
     morf = value("aopc_morf", [X], flat, k_max=2, chunk=chunk).values.item()
     lerf = value("aopc_lerf", [X], flat, k_max=2, chunk=chunk).values.item()
-    assert morf == pytest.approx(hand_aopc(X, [0, 1, 2, 3, 4], 2), abs=TOL)
-    assert lerf == pytest.approx(hand_aopc(X, [4, 3, 2, 1, 0], 2), abs=TOL)
-    assert morf != pytest.approx(hand_aopc(X, [4, 3, 2, 1, 0], 2), abs=1e-3)
+    assert morf == pytest.approx(hand_aopc(X, [0, 4, 1, 3, 2], 2), abs=TOL)
+    assert lerf == pytest.approx(hand_aopc(X, [2, 3, 1, 4, 0], 2), abs=TOL)
+    assert morf != pytest.approx(hand_aopc(X, [0, 1, 2, 3, 4], 2), abs=1e-3)  # not by position
 
 
 # ---- comprehensiveness / sufficiency -----------------------------------------------------
@@ -383,10 +386,10 @@ def test_r_precision_hand():
     reference = [
         [True, False, True, True, False],  # top 3 = {0, 4, 2}; hits {0, 2}: 2/3
         [False, True, False, False, False],  # top 1 = {0}: 0
-        [True, True, False, False, False],  # ties -> {0, 1}: 1 (by last position: 0)
+        [True, True, False, False, False],  # ties, "ex2"'s keys: {3, 0}: 1/2 (by position: 1)
     ]
     out = value("r_precision", rows, scores, reference=reference).values.tolist()
-    assert out == pytest.approx([2 / 3, 0.0, 1.0], abs=TOL)
+    assert out == pytest.approx([2 / 3, 0.0, 0.5], abs=TOL)
 
 
 def test_r_precision_ignores_reference_on_padding_and_needs_one():
@@ -621,7 +624,7 @@ def test_registry_and_helpers():
         with_params(get_metric("aopc_morf"), kmax=3)
     changed = with_params(get_metric("sufficiency"), bins=[0.1, 0.3])
     assert changed.spec.param("bins") == (0.1, 0.3) and changed.spec.id == (
-        "sufficiency[bins=0.1,0.3;eraser=delete;rounding=ceil]@1"
+        "sufficiency[bins=0.1,0.3;eraser=delete;rounding=ceil]@2"
     )
     assert get_metric("sufficiency").spec.param("bins") == (0.01, 0.05, 0.1, 0.2, 0.5)
 

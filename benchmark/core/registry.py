@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Generic, TypeVar
 
 from faithbench.benchmark.core.errors import FaithbenchError, UnknownNameError
+from faithbench.benchmark.core.ids import short_name
 
 T = TypeVar("T")
 
@@ -51,4 +52,6 @@ comprehensiveness, sufficiency)
     names = sorted(set(known))
     close = difflib.get_close_matches(name, names, n=3)
     hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-    return UnknownNameError(f"unknown {kind} {name!r}{hint} (known: {', '.join(names)})")
+    # ids with parameters and versions are listed by name: one line, not a screenful
+    listed = sorted({short_name(n) for n in names})
+    return UnknownNameError(f"unknown {kind} {name!r}{hint} (known: {', '.join(listed)})")
