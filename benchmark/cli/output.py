@@ -155,6 +155,25 @@ def model_lines(task: str, seed: int, report, accuracy: dict) -> str:
     return "\n".join(lines)
 
 
+def containment(config) -> None:
+    """One line on stderr before plugins run: what holds a plugin worker's whole process
+    tree to --plugin-memory on this host (a cgroup, else one process), and the sandbox."""
+    from faithbench.benchmark.core import confine
+
+    sandbox = ("inside bubblewrap (--sandbox)" if config.sandbox else
+               "without --sandbox: a plugin can read your files")
+    print(wrap(f"plugin workers: {confine.containment_kind(config.plugin_memory_gib)}; "
+               f"{sandbox}"), file=sys.stderr)
+
+
+def has_plugin(refs) -> bool:
+    """Whether any of these explainer references is a plugin (not a reference name)."""
+    from faithbench import submissions
+    from faithbench.benchmark.core.ids import short_name
+
+    return any(short_name(ref) not in submissions.REGISTRY for ref in refs)
+
+
 def failures(found) -> None:
     for f in found:
         print(f"FAILED: {f.message}", file=sys.stderr)

@@ -42,6 +42,8 @@ def main(args) -> int:
     from faithbench.benchmark.runner import run
 
     config = options.checked(args)
+    if output.has_plugin(config.explainers):
+        output.containment(config)
     summary = run(config)
     output.summary(summary, short=not args.full_ids)
     return summary.exit_code

@@ -44,6 +44,7 @@ def main(args) -> int:
         return _published(args)
     args.tasks = args.tasks or ["synthetic"]
     config = options.checked(args)
+    output.containment(config)
     checks, summary = submit(args.submission, config)
     if not output.checks(checks) or summary is None:
         print("validation failed: not submitted", file=sys.stderr)
@@ -72,6 +73,7 @@ def _published(args) -> int:
     tasks = options.split_list(args.tasks) if args.tasks else None
     args.tasks = None
     config = options.checked(args)
+    output.containment(config)
     checks, placed = submit_published(args.submission, config, release=args.published or None,
                                       tasks=tasks)
     if not output.checks(checks):

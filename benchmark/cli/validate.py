@@ -31,4 +31,5 @@ def main(args) -> int:
     from faithbench.benchmark.verbs import validate_plugin
 
     config = options.checked(args)
+    output.containment(config)
     return 0 if output.checks(validate_plugin(args.submission, config)) else 1

@@ -19,6 +19,13 @@ Two layers, because they guard against different plugins:
 Without ``--sandbox`` a plugin that starts a daemon in a new session leaves this
 process's session; faithbench is a child subreaper (``become_subreaper``), so such
 orphans become its children and ``kill_orphans`` ends them when the worker closes.
+
+The memory limit is the plugin's, not each process's: an address-space limit binds
+one process, so a plugin that forks would get it once per child. Where this host lets
+faithbench make a cgroup (``new_cgroup``: v2 with the memory controller delegated,
+else v1 memory and pids), each worker starts inside its own, bubblewrap included, and
+the kernel holds the whole tree to the limit; elsewhere the worker installs a seccomp
+filter (``refuse_forks``) so it stays one process. ``containment_kind`` says which.
 """
 
 from __future__ import annotations
@@ -252,3 +259,359 @@ def _inside(path: Path, root: Path) -> bool:
         return True
     except ValueError:
         return False
+
+
+# ------------------------------------------------------------------ the plugin's process tree
+#
+# An address-space limit binds one process; a plugin that forks gets it once per child
+# (and RLIMIT_NPROC does not bind root). So the whole tree of a worker is held to
+# ``--plugin-memory``: where the host lets faithbench make a cgroup (v2 with the memory
+# controller delegated to its cgroup, else v1 memory and pids), each worker starts in
+# a fresh one and the kernel's OOM killer acts on the tree's total; elsewhere a seccomp
+# filter keeps the worker to one process (threads allowed), so the address-space limit
+# is the tree's.
+
+NO_CGROUP_ENV = "FAITHBENCH_NO_CGROUP"  # "1": act as if no cgroup were usable (tests, CI)
+CGROUP_PREFIX = "faithbench-"  # faithbench-<pid of the faithbench process>-<n>
+PIDS_MAX = 256  # processes and threads in one worker's tree, where a pids cgroup exists
+ENTER_FAILED = 97  # exit code of the wrapper that could not enter the cgroup
+_CGROUP_NUMBERS = iter(range(1, 1 << 62))
+_PROC = Path("/proc/self")  # where this process's cgroups and mounts are read
+_ENTER = (f'for f; do [ "$f" = -- ] && break; echo $$ > "$f" || exit {ENTER_FAILED}; shift; '
+          'done; shift; exec "$@"')
+
+
+def _gib(memory_bytes: int) -> str:
+    return f"{memory_bytes / 2 ** 30:g} GiB"
+
+
+class Cgroup:
+    """One worker's cgroup: ``folders`` (v2: one; v1: memory, then pids if usable)."""
+
+    def __init__(self, version: int, folders: list[Path], memory_bytes: int):
+        self.version, self.folders, self.memory_bytes = version, folders, memory_bytes
+
+    @property
+    def memory(self) -> Path:
+        return self.folders[0]
+
+    def describe(self, where: bool = True) -> str:
+        """In words, with the folder if ``where``."""
+        limit = "v2 memory.max" if self.version == 2 else "v1 memory.limit_in_bytes"
+        folder = f" ({self.memory})" if where else ""
+        return f"cgroup {limit} {_gib(self.memory_bytes)} for the worker's process tree{folder}"
+
+    def enter_command(self) -> list[str]:
+        """A prefix that puts the command's own process in this cgroup, then execs it:
+        everything the command starts (bubblewrap, Python, the plugin) is inside."""
+        return ["/bin/sh", "-c", _ENTER, "faithbench-cgroup",
+                *(str(f / "cgroup.procs") for f in self.folders), "--"]
+
+    def oom_kills(self) -> int:
+        """Processes of the tree the kernel killed for exceeding the limit, so far."""
+        name = "memory.events" if self.version == 2 else "memory.oom_control"
+        return _key_value(self.memory / name).get("oom_kill", 0)
+
+    def peak_bytes(self) -> int | None:
+        """The tree's peak memory (v2 ``memory.peak``, Linux >= 5.19; v1
+        ``memory.max_usage_in_bytes``)."""
+        name = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
+        try:
+            return int((self.memory / name).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def pids(self) -> set[int]:
+        found: set[int] = set()
+        for folder in self.folders:
+            try:
+                found |= {int(p) for p in (folder / "cgroup.procs").read_text().split()}
+            except (OSError, ValueError):
+                pass
+        return found
+
+    def kill(self, wait_s: float = 5.0) -> bool:
+        """SIGKILL every process in the cgroup until none is left (True: empty)."""
+        import time
+
+        deadline = time.monotonic() + wait_s
+        while True:
+            pids = self.pids()
+            if not pids:
+                return True
+            if self.version == 2 and (self.memory / "cgroup.kill").exists():
+                _write(self.memory / "cgroup.kill", "1")
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+
+    def remove(self, wait_s: float = 5.0) -> bool:
+        """Kill what is left and remove the folders (True: all gone)."""
+        import time
+
+        self.kill(wait_s)
+        deadline = time.monotonic() + wait_s
+        for folder in reversed(self.folders):
+            while folder.exists():
+                try:
+                    folder.rmdir()
+                except FileNotFoundError:
+                    break
+                except OSError as exc:
+                    if time.monotonic() > deadline:
+                        log.warning("could not remove the worker's cgroup %s: %s", folder, exc)
+                        return False
+                    self.kill(0.0)
+                    time.sleep(0.01)
+        return True
+
+
+def new_cgroup(memory_bytes: int, pids_max: int = PIDS_MAX) -> Cgroup | None:
+    """A fresh cgroup for one worker, limited to ``memory_bytes`` (no swap) and
+    ``pids_max`` tasks where possible; None where this host offers none we may use
+    (or ``FAITHBENCH_NO_CGROUP=1``)."""
+    if os.environ.get(NO_CGROUP_ENV, "") not in ("", "0") or not sys.platform.startswith("linux"):
+        return None
+    v2 = _own_cgroup_folder(2, "memory")
+    if v2 is not None:
+        group = _make(v2, 2, memory_bytes, pids_max)
+        if group is not None:
+            return group
+    v1 = _own_cgroup_folder(1, "memory")
+    return None if v1 is None else _make(v1, 1, memory_bytes, pids_max)
+
+
+def _make(parent: Path, version: int, memory_bytes: int, pids_max: int) -> Cgroup | None:
+    name = f"{CGROUP_PREFIX}{os.getpid()}-{next(_CGROUP_NUMBERS)}"
+    _remove_stale(parent)
+    folder = parent / name
+    try:
+        folder.mkdir()
+    except OSError as exc:
+        log.debug("no cgroup under %s: %s", parent, exc)
+        return None
+    group = Cgroup(version, [folder], memory_bytes)
+    try:
+        if version == 2:
+            _write(folder / "memory.max", str(memory_bytes))
+            _write(folder / "memory.swap.max", "0", optional=True)
+            _write(folder / "memory.oom.group", "1", optional=True)  # the whole tree at once
+            _write(folder / "pids.max", str(pids_max), optional=True)
+        else:
+            _write(folder / "memory.limit_in_bytes", str(memory_bytes))
+            _write(folder / "memory.memsw.limit_in_bytes", str(memory_bytes), optional=True)
+            _write(folder / "memory.swappiness", "0", optional=True)
+            if int((folder / "memory.limit_in_bytes").read_text()) > memory_bytes:
+                raise OSError("memory.limit_in_bytes was not applied")
+            pids = _own_cgroup_folder(1, "pids")
+            if pids is not None:
+                _remove_stale(pids)
+                try:
+                    (pids / name).mkdir()
+                    group.folders.append(pids / name)
+                    _write(pids / name / "pids.max", str(pids_max))
+                except OSError as exc:
+                    log.debug("no pids cgroup under %s: %s", pids, exc)
+                    if group.folders[-1] != folder:
+                        group.folders.pop().rmdir()
+    except (OSError, ValueError) as exc:
+        log.debug("cgroup %s unusable: %s", folder, exc)
+        group.remove(0.5)
+        return None
+    return group
+
+
+def _write(path: Path, text: str, optional: bool = False) -> None:
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError:
+        if not optional:
+            raise
+
+
+def _key_value(path: Path) -> dict[str, int]:
+    values: dict[str, int] = {}
+    try:
+        for line in path.read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if value.strip().isdigit():
+                values[key] = int(value)
+    except OSError:
+        pass
+    return values
+
+
+def _remove_stale(parent: Path) -> None:
+    """Remove cgroups a faithbench process that is gone left here (killed before
+    its workers were closed), with whatever still runs in them."""
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        owner = entry.name[len(CGROUP_PREFIX):].split("-")[0]
+        if entry.name.startswith(CGROUP_PREFIX) and owner.isdigit() and entry.is_dir() \
+                and int(owner) != os.getpid() and not Path("/proc", owner).exists():
+            Cgroup(1, [entry], 0).remove(1.0)
+
+
+def _own_cgroup_folder(version: int, controller: str) -> Path | None:
+    """The folder of this process's own cgroup where ``controller`` is usable for a
+    child: v2, where it is enabled in ``cgroup.subtree_control`` (a child gets it);
+    v1, the hierarchy it is mounted on. None where there is none or it is not writable."""
+    try:
+        lines = (_PROC / "cgroup").read_text().splitlines()
+        mounts = (_PROC / "mountinfo").read_text().splitlines()
+    except OSError:
+        return None
+    own = None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if (version == 2 and controllers == "") or \
+                (version == 1 and controller in controllers.split(",")):
+            own = path
+    if own is None:
+        return None
+    for line in mounts:
+        fields = line.split()
+        try:
+            dash = fields.index("-")
+        except ValueError:
+            continue
+        root, point = _unescape(fields[3]), _unescape(fields[4])
+        fstype, options = fields[dash + 1], fields[dash + 3].split(",")
+        if version == 2 and fstype != "cgroup2" or \
+                version == 1 and (fstype != "cgroup" or controller not in options):
+            continue
+        rel = os.path.relpath(own, root) if root != "/" else own.lstrip("/")
+        if rel.startswith(".."):
+            continue
+        folder = Path(point) / rel
+        if not (folder / "cgroup.procs").exists() or not os.access(folder, os.W_OK):
+            continue
+        if version == 2:
+            try:
+                if controller not in (folder / "cgroup.subtree_control").read_text().split():
+                    continue
+            except OSError:
+                continue
+        return folder
+    return None
+
+
+def _unescape(text: str) -> str:
+    """mountinfo writes space, tab, newline and backslash as octal escapes."""
+    for code in ("040", "011", "012", "134"):
+        text = text.replace("\\" + code, chr(int(code, 8)))
+    return text
+
+
+# ------------------------------------------------------------------ one process, no forks
+
+_ARCH = {"x86_64": (0xC000003E, {"clone": 56, "fork": 57, "vfork": 58, "clone3": 435}, 317),
+         "aarch64": (0xC00000B7, {"clone": 220, "clone3": 435}, 277)}
+_CLONE_THREAD = 0x00010000
+_X32_BIT = 0x40000000
+_RET_KILL_PROCESS, _RET_ERRNO, _RET_ALLOW = 0x80000000, 0x00050000, 0x7FFF0000
+_SECCOMP_SET_MODE_FILTER, _SECCOMP_FILTER_FLAG_TSYNC = 1, 1
+FORK_REFUSED = ("this host has no cgroup faithbench can use, so a plugin is held to one "
+                "process: starting a process (fork, subprocess, multiprocessing) is refused")
+
+
+def seccomp_arch() -> str | None:
+    """The machine name where ``refuse_forks`` works (x86_64, aarch64), else None."""
+    machine = os.uname().machine if hasattr(os, "uname") else ""
+    return machine if sys.platform.startswith("linux") and machine in _ARCH else None
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def _fork_filter(machine: str) -> list[tuple[int, int, int, int]]:
+    """Classic BPF for seccomp: threads (clone with CLONE_THREAD) allowed; fork, vfork
+    and clone of a process fail with EPERM; clone3 fails with ENOSYS, so the C library
+    falls back to clone, which is checked; another ABI (x32, i386 via int 0x80) kills."""
+    import errno
+
+    arch, nr, _ = _ARCH[machine]
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    prog: list = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, _RET_KILL_PROCESS),
+                  (ld, 0, 0, 0)]
+    if machine == "x86_64":
+        prog.append((jge, "eperm", 0, _X32_BIT))
+    prog.append((jeq, "enosys", 0, nr["clone3"]))
+    for name in ("fork", "vfork"):
+        if name in nr:
+            prog.append((jeq, "eperm", 0, nr[name]))
+    prog += [(jeq, 0, "allow", nr["clone"]), (ld, 0, 0, 16),  # args[0], low word: flags
+             (jset, "allow", "eperm", _CLONE_THREAD)]
+    labels = {"allow": (ret, 0, 0, _RET_ALLOW),
+              "eperm": (ret, 0, 0, _RET_ERRNO | errno.EPERM),
+              "enosys": (ret, 0, 0, _RET_ERRNO | errno.ENOSYS)}
+    at = {name: len(prog) + i for i, name in enumerate(labels)}
+    prog += labels.values()
+    return [(code, at[jt] - i - 1 if isinstance(jt, str) else jt,
+             at[jf] - i - 1 if isinstance(jf, str) else jf, k)
+            for i, (code, jt, jf, k) in enumerate(prog)]
+
+
+def refuse_forks() -> None:
+    """From now on no thread of this process can start another process (threads
+    still can): a seccomp filter on every thread (TSYNC). Raises OSError where it
+    cannot be installed; the caller must then not run the plugin."""
+    machine = seccomp_arch()
+    if machine is None:
+        raise OSError(f"no seccomp filter for this machine ({os.uname().machine})")
+    program = _fork_filter(machine)
+    filters = (_SockFilter * len(program))(*(_SockFilter(*ins) for ins in program))
+    prog = _SockFprog(len(program), filters)
+    if not _prctl(_PR_SET_NO_NEW_PRIVS, 1):
+        raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")
+    done = _libc().syscall(ctypes.c_long(_ARCH[machine][2]), ctypes.c_uint(_SECCOMP_SET_MODE_FILTER),
+                           ctypes.c_uint(_SECCOMP_FILTER_FLAG_TSYNC), ctypes.byref(prog))
+    if done != 0:
+        error = ctypes.get_errno() if done < 0 else 0
+        raise OSError(error, f"seccomp(SET_MODE_FILTER) failed ({done}: "
+                      f"{os.strerror(error) if error else 'a thread could not be synchronised'})")
+
+
+def containment_kind(memory_gib: float | None) -> str:
+    """What holds a plugin worker's whole process tree to ``--plugin-memory`` on this
+    host, in words (the CLI prints it): a cgroup where one can be made (tried here and
+    removed), else one process (seccomp) with that address space, else the address space
+    of each process only."""
+    if memory_gib is None:
+        return describe(None, None)
+    memory = int(memory_gib * 2 ** 30)
+    group = new_cgroup(memory)
+    try:
+        return describe(memory, group, where=False)
+    finally:
+        if group is not None:
+            group.remove()
+
+
+def describe(memory_bytes: int | None, group: Cgroup | None, where: bool = True) -> str:
+    """The containment of a worker with this limit and cgroup (None: none made)."""
+    if memory_bytes is None:
+        return "no memory limit (--plugin-memory not set)"
+    if group is not None:
+        return group.describe(where)
+    if seccomp_arch() is not None:
+        return (f"no cgroup on this host: no extra processes (seccomp) + address space "
+                f"{_gib(memory_bytes)}")
+    return (f"no cgroup on this host and no seccomp filter for {os.uname().machine}: "
+            f"address space {_gib(memory_bytes)} per process only (a plugin that forks gets "
+            f"it per process)")

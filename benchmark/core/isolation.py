@@ -6,9 +6,10 @@ never a fork of this one: it holds no examples, labels, rationales or other
 explainers' scores. It gets the model through a file written here, the batches it
 explains and their targets, and sends back plain arrays (``faithbench.benchmark.core.wire``:
 no pickle, dtypes and shapes checked here). It runs in its own session with the
-limits of ``faithbench.benchmark.core.confine`` (memory, parent-death signal, no writes
-outside its scratch folder; ``--sandbox``: inside bubblewrap). The whole session
-is killed when the explainer is done, daemons included.
+limits of ``faithbench.benchmark.core.confine`` (memory of its whole process tree: a
+cgroup of its own, or one process where none can be made; parent-death signal, no
+writes outside its scratch folder; ``--sandbox``: inside bubblewrap). The whole
+session and cgroup are killed when the explainer is done, daemons included.
 
 Time: the worker measures the plugin call itself (wall and CPU seconds), so the
 budget excludes start-up and transport; this process waits at most twice the
@@ -182,6 +183,10 @@ class Worker:
         self.fd_in = self.fd_out = -1  # ours: we write to fd_out, read from fd_in
         self.starts = 0  # workers started (a kill after an overrun starts another)
         self.cost = Cost()
+        self.cgroup: confine.Cgroup | None = None  # holds the worker's whole process tree
+        self.containment = ""  # what holds the tree to the memory limit, in words
+        self.cgroup_peak_bytes: int | None = None  # the last closed cgroup's peak
+        self._oom_kills = self._oom_reported = 0  # the cgroup's OOM kills: seen, reported
 
     # -- start and load --------------------------------------------------------------
 
@@ -207,6 +212,10 @@ class Worker:
             cmd[cmd.index("--clearenv") + 1:cmd.index("--clearenv") + 1] = [
                 x for k in ("PATH", "OMP_NUM_THREADS", "HOME", "PYTHONDONTWRITEBYTECODE", "LANG")
                 if k in env for x in ("--setenv", k, env[k])]
+        memory = None if self.box.memory_gib is None else int(self.box.memory_gib * 2 ** 30)
+        no_fork = self._contain(memory)
+        if self.cgroup is not None:  # entered before bubblewrap, so all of it is inside
+            cmd = self.cgroup.enter_command() + cmd
         try:
             process = self.process = subprocess.Popen(
                 cmd, pass_fds=(child_in, child_out), env=env, start_new_session=True,
@@ -215,18 +224,58 @@ class Worker:
         finally:
             os.close(child_in)
             os.close(child_out)
-        memory = None if self.box.memory_gib is None else int(self.box.memory_gib * 2 ** 30)
         wire.send(self.fd_out, {
             "ref": self.ref, "init_file": str(init_file),
             "sys_path": [os.path.abspath(p or ".") for p in sys.path if os.path.isdir(p or ".")],
             "scratch": str(scratch), "memory_bytes": memory, "threads": self.box.threads,
-            "parent_pid": None if self.box.sandbox else os.getpid()})
+            "parent_pid": None if self.box.sandbox else os.getpid(), "no_fork": no_fork})
         header, _ = self._answer(LOAD_TIMEOUT_S, "load", (), during="loading")
         self.starts += 1
         return header.get("spec")
 
+    def _contain(self, memory: int | None) -> bool:
+        """Hold the coming worker's whole process tree to ``memory`` bytes: a fresh
+        cgroup where this host allows one, else one process (seccomp, True: the worker
+        installs it) under its address-space limit. Logged at every start."""
+        self._oom_kills = self._oom_reported = 0
+        self.cgroup_peak_bytes = None
+        self.cgroup = None if memory is None else confine.new_cgroup(
+            memory, confine.PIDS_MAX + self.box.threads)
+        no_fork = memory is not None and self.cgroup is None and confine.seccomp_arch() is not None
+        self.containment = confine.describe(memory, self.cgroup)
+        log.info("plugin %s: worker held by %s", self.name, self.containment)
+        return no_fork
+
     def _answer(self, timeout: float | None, stage: str, ids, *, during: str):
-        """The worker's next message, or a PluginError: it died, hung, or sent garbage."""
+        """The worker's next message, or a PluginError: it died, hung, sent garbage, or
+        its processes together went over the memory limit (the cgroup killed some)."""
+        try:
+            header, arrays = self._receive(timeout, stage, ids, during=during)
+        except PluginError:
+            over = self._over_memory(stage, ids)
+            if over is None:
+                raise
+            raise over from None
+        over = self._over_memory(stage, ids)
+        if over is not None:
+            raise over
+        return header, arrays
+
+    def _over_memory(self, stage: str, ids) -> PluginError | None:
+        """A PluginError if the cgroup killed any of the worker's processes since the
+        last check (the worker is closed: what is left of its tree is suspect)."""
+        if self.cgroup is not None:
+            self._oom_kills = self.cgroup.oom_kills()
+        killed = self._oom_kills - self._oom_reported
+        if killed <= 0:
+            return None
+        self._oom_reported = self._oom_kills
+        self.close()
+        return PluginError(self.name, stage, f"its processes together exceeded --plugin-memory "
+                           f"{self.box.memory_gib:g} GiB (killed by the cgroup: {killed} "
+                           f"process(es) of its worker's tree)", ids)
+
+    def _receive(self, timeout: float | None, stage: str, ids, *, during: str):
         ready, _, _ = select.select([self.fd_in], [], [], timeout)
         if not ready:
             self.close()
@@ -238,6 +287,10 @@ class Worker:
             header, arrays = wire.decode(wire.receive(self.fd_in))
         except EOFError:
             code = self._reap()
+            if code == confine.ENTER_FAILED and self.cgroup_peak_bytes == 0:  # never entered
+                raise PluginError(self.name, stage, "faithbench could not put its worker into "
+                                  "the cgroup made for it; set FAITHBENCH_NO_CGROUP=1 to keep "
+                                  "plugins to one process instead") from None
             raise PluginError(self.name, stage, f"its worker process died (exit code {code}) "
                               f"while {during}: the plugin exited (sys.exit, os._exit) or "
                               f"crashed{_signal_name(code)}", ids) from None
@@ -271,8 +324,9 @@ class Worker:
                       {k: v.detach().cpu().numpy() for k, v in arrays.items()})
         except (BrokenPipeError, ConnectionResetError):
             code = self._reap()
-            raise PluginError(self.name, "explain", f"its worker process died (exit code "
-                              f"{code}){_signal_name(code)}", batch.example_ids) from None
+            raise self._over_memory("explain", batch.example_ids) or PluginError(
+                self.name, "explain", f"its worker process died (exit code "
+                f"{code}){_signal_name(code)}", batch.example_ids) from None
         wait = None if limit is None else 2 * limit + TRANSPORT_S
         header, arrays = self._answer(wait, "explain", batch.example_ids,
                                       during="explaining")
@@ -304,8 +358,10 @@ class Worker:
         return code
 
     def close(self) -> None:
-        """Stop the worker, every process in its session, and any daemon it left."""
+        """Stop the worker, every process in its session and its cgroup, and any daemon
+        it left; remove its cgroup."""
         if self.process is None:
+            self._drop_cgroup()
             return
         try:
             if self.process.poll() is None:
@@ -320,8 +376,11 @@ class Worker:
                 pass
             self.process.wait()
             _LIVE.discard(self.process.pid)
+            if self.cgroup is not None:
+                self.cgroup.kill()
             confine.kill_orphans(keep=_LIVE | self.keep)
         finally:
+            self._drop_cgroup()
             for fd in (self.fd_in, self.fd_out):
                 try:
                     os.close(fd)
@@ -329,6 +388,16 @@ class Worker:
                     pass
             _remove(self.scratch)
             self.process, self.scratch, self.fd_in, self.fd_out = None, None, -1, -1
+
+    def _drop_cgroup(self) -> None:
+        """Kill what is left in the worker's cgroup and remove it, keeping its OOM
+        kills (reported by ``_over_memory``) and peak."""
+        group, self.cgroup = self.cgroup, None
+        if group is None:
+            return
+        self._oom_kills = group.oom_kills()
+        self.cgroup_peak_bytes = group.peak_bytes()
+        group.remove()
 
 
 @functools.cache

@@ -1,7 +1,8 @@
 """The plugin worker: ``python -m faithbench.benchmark.core.plugin_host IN_FD OUT_FD``.
 
 Started fresh for each plugin (never a fork of a loaded session, so it holds no
-examples, labels or rationales), it confines itself (``confine.confine_self``),
+examples, labels or rationales), it confines itself (``confine.confine_self``; where
+no cgroup holds its process tree, ``confine.refuse_forks`` keeps it one process),
 loads the model from the file faithbench wrote, and only then imports the plugin.
 It answers ``explain`` requests with plain arrays (``wire``): the scores, and in the
 header the call's wall and CPU seconds and its cost (``core.cost``: ``forward_rows``,
@@ -17,6 +18,7 @@ again what matters for the results (shape, dtype, finite values, its own mask).
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -42,18 +44,29 @@ def main(fd_in: int, fd_out: int) -> None:
     import torch
 
     torch.set_num_threads(header["threads"])
+    if header.get("no_fork"):  # no cgroup holds the tree: the worker stays one process
+        # (before the init file, which may hold an object to unpickle; threads still work)
+        from faithbench.benchmark.core.confine import refuse_forks
+
+        try:
+            refuse_forks()
+        except OSError as exc:
+            wire.send(fd_out, {"op": "error", "stage": "load", "ids": [], "problem":
+                               f"faithbench could not keep its worker to one process ({exc}); "
+                               "the plugin was not imported"})
+            os._exit(0)
     loaded = torch.load(header["init_file"], map_location="cpu", weights_only=False)
     model = loaded["model"]
     try:
         explainer = _load(header, loaded.get("explainer"))
     except BaseException as exc:  # noqa: BLE001 — a plugin's import may raise anything
-        wire.send(fd_out, {"op": "error", "stage": "load", "problem": _describe(exc),
-                           "ids": []})
+        wire.send(fd_out, {"op": "error", "stage": "load", "ids": [],
+                           "problem": _describe(exc) + _fork_note(header, exc)})
         os._exit(0)
     wire.send(fd_out, {"op": "loaded", "spec": spec_data(explainer)})
     if model is None:  # loaded only to read the spec
         os._exit(0)
-    _serve(fd_in, fd_out, explainer, model)
+    _serve(fd_in, fd_out, explainer, model, header)
     os._exit(0)
 
 
@@ -76,6 +89,22 @@ def _describe(exc: BaseException) -> str:
     return f"importing raised {type(exc).__name__}{detail}{last}"
 
 
+def _fork_note(header: dict, exc: BaseException | None) -> str:
+    """Where the worker is kept to one process and ``exc`` came from a refused fork
+    (PermissionError EPERM, no file name): why, in words."""
+    if not header.get("no_fork"):
+        return ""
+    from faithbench.benchmark.core.confine import FORK_REFUSED
+
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, PermissionError) and exc.errno == errno.EPERM and exc.filename is None:
+            return f"; it tried to start a process, and {FORK_REFUSED}"
+        exc = exc.__cause__ or exc.__context__
+    return ""
+
+
 def spec_data(explainer) -> dict:
     """The spec as plain JSON data: the only thing the parent learns from a load."""
     spec = explainer.spec
@@ -85,7 +114,7 @@ def spec_data(explainer) -> dict:
             "description": spec.description, "cost": spec.cost}
 
 
-def _serve(fd_in: int, fd_out: int, explainer, model) -> None:
+def _serve(fd_in: int, fd_out: int, explainer, model, first: dict) -> None:
     import numpy as np
     import torch
 
@@ -118,7 +147,8 @@ def _serve(fd_in: int, fd_out: int, explainer, model) -> None:
             reply = ({"op": "ok", **timing}, {"scores": scores.numpy().astype(np.float32)})
         except PluginError as exc:
             reply = ({"op": "over_budget" if exc is error else "error", "stage": exc.stage,
-                      "problem": exc.problem, "ids": list(exc.example_ids), **timing}, None)
+                      "problem": exc.problem + _fork_note(first, exc), "ids": list(exc.example_ids),
+                      **timing}, None)
         except Exception as exc:  # noqa: BLE001 — the checks failed on what the plugin returned
             reply = ({"op": "error", "stage": "explain", "ids": list(batch.example_ids),
                       "problem": f"returned scores that could not be checked "
