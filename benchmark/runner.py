@@ -25,6 +25,7 @@ import dataclasses
 import difflib
 import importlib.util
 import logging
+import shlex
 import time
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -38,8 +39,14 @@ from faithbench.benchmark import plan
 from faithbench.benchmark.core import ids, params
 from faithbench.benchmark.core.api import Explainer, capabilities
 from faithbench.benchmark.core.claims import claim
-from faithbench.benchmark.core.errors import InputError, PluginError, UnknownNameError
-from faithbench.benchmark.core.files import content_hash
+from faithbench.benchmark.core.errors import (
+    DataFileError,
+    InputError,
+    IntegrityError,
+    PluginError,
+    UnknownNameError,
+)
+from faithbench.benchmark.core.files import content_hash, folder_problem, writable_folder
 from faithbench.benchmark.core.isolation import Confinement
 from faithbench.benchmark.core.plugins import ENTRY_POINT_GROUP, load_explainer
 from faithbench.benchmark.core.progress import Overall
@@ -60,7 +67,7 @@ from faithbench.benchmark.session import (
     per_example_rows,
 )
 from faithbench.leaderboard.entry import Entry, save_entry
-from faithbench.leaderboard.suite import selection_label, suite_key
+from faithbench.leaderboard.suite import check_rows, selection_label, suite_key
 
 log = logging.getLogger(__name__)
 
@@ -202,8 +209,12 @@ def run(config: RunConfig) -> RunSummary:
     start, started = time.perf_counter(), time.time()
     out = Path(config.out)
     check_names(config)  # names first: a typo stops the run before it trains
+    problem = folder_problem(out)  # a file in the way, /proc: said before the data is read
+    if problem is not None:
+        raise InputError(f"--out {out} {problem}")
     explainers, refs, load_failures = load_explainers(config)
-    out.mkdir(parents=True, exist_ok=True)
+    check_data(config)  # a bad data file stops the run before --out is created
+    writable_folder(out)  # created, and a probe file written there and removed
     summary = RunSummary(out, selection=selection_label(config.as_dict()))
     summary.failures += load_failures
     for f in load_failures:
@@ -232,6 +243,18 @@ def run(config: RunConfig) -> RunSummary:
             summary.entries = write_entries(config, summary)
     summary.seconds = time.perf_counter() - start
     return summary
+
+
+def check_data(config: RunConfig) -> None:
+    """Every task's data read and checked (a duplicate example id, a control character,
+    an example over the task's length cap, ...) before anything is trained or written:
+    each task's reader keeps what it read, so the models take those rows
+    (``tasks.data.read_once``)."""
+    for name in config.tasks:
+        task = task_registry.get_task(name)
+        check = getattr(task, "check_data", None)
+        if check is not None:
+            check(config.evaluation.task_options(config.seeds[0], config.device))
 
 
 def finished(out: Path, since: float | None = None) -> dict[str, ResultRecord]:
@@ -393,6 +416,35 @@ def write_unit(out: Path, record: ResultRecord, rows: list[dict], done, summary,
     progress.finish(record.key)
 
 
+def backed_rows(out: Path, record: ResultRecord) -> list[dict]:
+    """The per-example rows of ``record`` (its file under ``out``), as an entry holds
+    them, once they back it (n rows, their mean: ``check_rows``). Rows that do not (the
+    result line or the per-example file changed since the run wrote them) are an
+    IntegrityError naming both files, the line, and the command that computes the unit
+    again."""
+    path = out / record.per_example_file
+    rows = [{"task": record.task, "model_seed": record.model_seed, "metric": record.metric,
+             **row} for row in read_jsonl(path)]
+    try:
+        check_rows(rows, [record])
+    except InputError as exc:
+        results = out / "results.jsonl"
+        line = next((i for i, d in reversed(list(enumerate(read_jsonl(results), start=1)))
+                     if d.get("key") == record.key), None)
+        where = f"{results}" + (f", line {line}" if line else "")
+        problem = str(exc)
+        if isinstance(exc, DataFileError) and exc.line is not None:  # a row of the file
+            where = f"{path}, line {exc.line}"
+            problem = problem.split(":", 1)[1].strip()
+        else:
+            problem = f"{problem} ({path})"
+        raise IntegrityError(where, problem, "run the same command again with --fresh to "
+                             "compute it again; --explainers "
+                             f"{shlex.quote(record.explainer)} --metrics "
+                             f"{shlex.quote(record.metric)} limits that to this unit") from None
+    return rows
+
+
 def write_entries(config: RunConfig, summary: RunSummary) -> list[Entry]:
     """One leaderboard entry per explainer whose every unit succeeded in this run.
 
@@ -413,9 +465,7 @@ def write_entries(config: RunConfig, summary: RunSummary) -> list[Entry]:
     for records in by_explainer.values():
         per_example = []
         for r in records:
-            for row in read_jsonl(summary.out / r.per_example_file):
-                per_example.append({"task": r.task, "model_seed": r.model_seed, "metric": r.metric,
-                                    **row})
+            per_example += backed_rows(summary.out, r)
         spec = (records[0].provenance.config or {})["explainer"]
         written.append(save_entry(summary.out / "leaderboard", explainer_spec=spec,
                                  results=records, per_example=per_example,

@@ -54,8 +54,8 @@ from faithbench.benchmark.core.models.training import (
 )
 from faithbench.benchmark.core.vocab import Vocabulary, collate
 from faithbench.tasks.alignment_baselines import ALIGNERS, diagonal, eflomal_links
-from faithbench.tasks.alignment_data import read_gold, read_parallel
-from faithbench.tasks.data import resolve_data_dir
+from faithbench.tasks.alignment_data import MAX_TOKENS, read_gold, read_parallel
+from faithbench.tasks.data import read_once, resolve_data_dir
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +129,11 @@ class AlignmentTask:
         if (folder / "parallel" / "train.jsonl").is_file():
             corpus = read_parallel(folder / "parallel")
             pairs = [(tuple(r["src"]), tuple(r["tgt"])) for r in corpus]
+            long = sum(len(s) + len(t) > MAX_TOKENS for s, t in pairs)
+            if long:  # training data, not scored: left out and counted, not refused
+                log.warning("%s: left out %d training pairs of more than %d tokens (source "
+                            "and target together)", folder / "parallel", long, MAX_TOKENS)
+                pairs = [(s, t) for s, t in pairs if len(s) + len(t) <= MAX_TOKENS]
         seen = {p.src for rows in gold.values() for p in rows}
         kept = [pair for pair in pairs if pair[0] not in seen]  # gold is never trained on
         if len(kept) < len(pairs):
@@ -249,7 +254,8 @@ class AlignmentTask:
     def _plan(self, options: TaskOptions) -> _Plan:
         """Data, vocabularies, configs and the content key of the model ``options``
         asks for: what ``prepare`` builds or loads, and ``model_file`` names."""
-        gold, dropped, training, held = self.read(options)
+        gold, dropped, training, held = read_once(repr(self), options, self.read)
+        gold, dropped, training, held = dict(gold), dict(dropped), list(training), list(held)
         self._check_trainable(options, training, held)
         src_vocab = Vocabulary.build((s for s, _ in training), self.min_freq)
         tgt_counts = Vocabulary.build((t for _, t in training), self.min_freq,
@@ -273,6 +279,11 @@ class AlignmentTask:
     def model_file(self, options: TaskOptions) -> Path:
         """Where ``prepare(options)`` keeps its trained model (exists once trained)."""
         return self._plan(options).path
+
+    def check_data(self, options: TaskOptions) -> None:
+        """Read and check the data ``options`` names (kept: ``read_once``), training
+        nothing: a bad file stops a run before it writes anything."""
+        read_once(repr(self), options, self.read)
 
 
 @dataclass(frozen=True)

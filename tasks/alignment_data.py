@@ -15,10 +15,12 @@ Links are 0-based ``[i, j]``: ``i`` indexes ``src``, ``j`` indexes ``tgt``, and
 used as given (tokenize and normalise both files the same way). Every gold line is
 checked before loading: bytes that are not UTF-8, an empty file, a missing field, a
 token list that is empty or not a list of non-blank strings, a link that is not two
-integers, sure ⊄ possible, and — unless
-``out_of_range="drop"`` — a link outside the sentence are errors naming file, line and
-field. With ``"drop"`` out-of-range links are removed (from sure and possible) and
-counted per split.
+integers, sure ⊄ possible, an ``id`` the file already had, a control, bidi or
+zero-width character in a token, a pair of more than ``MAX_TOKENS`` tokens (source and
+target together), and — unless ``out_of_range="drop"`` — a link outside the sentence
+are errors naming file, line and field. With ``"drop"`` out-of-range links are removed
+(from sure and possible) and counted per split. A parallel pair over ``MAX_TOKENS`` is
+left out of training and counted (``faithbench.tasks.alignment``).
 """
 
 from __future__ import annotations
@@ -28,12 +30,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from faithbench.benchmark.core.errors import DataFileError, InputError
-from faithbench.tasks.data import check_jsonl, check_text, jsonl_objects
+from faithbench.tasks.data import check_jsonl, check_length, check_text, jsonl_objects
 
 if TYPE_CHECKING:  # imported where data is read (``tasks.data``)
     import datasets
 
 OUT_OF_RANGE = ("error", "drop")
+# tokens per sentence pair, source and target together: the length cap (a row per
+# target word, each explained over the source; the Hansards' longest gold pair has 58)
+MAX_TOKENS = 256
 GOLD_SPLITS = ("validation", "test")
 Link = tuple[int, int]
 
@@ -92,14 +97,21 @@ def read_parallel(folder: Path) -> datasets.Dataset:
 def _check_gold(path: Path, out_of_range: str) -> tuple[list[tuple[frozenset, frozenset]], int]:
     """Validate every line; returns each row's (sure, possible) and the links dropped."""
     out, dropped = [], 0
+    seen: dict[str, int] = {}  # id -> its line
     for line, row in jsonl_objects(path):
         for name in ("id", "src", "tgt", "sure", "possible"):
             if name not in row:
                 raise DataFileError(path, line, name, "missing field")
+        first = seen.setdefault(str(row["id"]), line)
+        if first != line:
+            raise DataFileError(path, line, "id", f"{row['id']!r} already on line {first}: "
+                                "each sentence pair needs its own id (it names the rows "
+                                "in every result); remove or renumber one")
         for name in ("src", "tgt"):
             if not isinstance(row[name], list):
                 raise DataFileError(path, line, name, "expected a non-empty list of strings")
             check_text(path, line, name, row[name])
+        check_length(path, line, ("src", "tgt"), (row["src"], row["tgt"]), MAX_TOKENS)
         n_src, n_tgt = len(row["src"]), len(row["tgt"])
         sets, lost = {}, set()
         for name in ("sure", "possible"):

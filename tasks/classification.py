@@ -41,6 +41,7 @@ from faithbench.benchmark.core.models.training import (
 )
 from faithbench.benchmark.core.vocab import Vocabulary, collate
 from faithbench.tasks import transformer
+from faithbench.tasks.data import read_once
 
 log = logging.getLogger(__name__)
 MASKED_SHARE = 0.5  # --masked-training: the share of each batch masked (Madsen et al.)
@@ -158,8 +159,14 @@ class ClassificationTask:
         lets a sweep tell the jobs it must run from those already done."""
         return self._setup(options).path
 
+    def check_data(self, options: TaskOptions) -> None:
+        """Read and check the data ``options`` names (kept: ``read_once``), training
+        nothing: a bad file stops a run before it writes anything."""
+        read_once((self.spec.id, self.read), options, self.read)
+
     def _setup(self, options: TaskOptions) -> Setup:
-        splits = self.read(options)
+        splits = {name: list(rows) for name, rows
+                  in read_once((self.spec.id, self.read), options, self.read).items()}
         if options.train_limit and self.train_split in splits:  # none read for --model-path
             splits[self.train_split] = splits[self.train_split][: options.train_limit]
         placement = Placement.of(options)

@@ -5,7 +5,9 @@ Data: hub ``stanfordnlp/snli`` by default, or ``DIR/snli/{train,validation,test}
 with the same columns (``premise``, ``hypothesis``, ``label``); pairs without a gold
 label (-1) are dropped and counted in the log. A local line whose premise or
 hypothesis has no token is an error naming file and line (the hub copy's are left
-out, counted). ``--variant esnli`` scores the
+out, counted), and so is a control, bidi or zero-width character, a pair of more than
+``MAX_TOKENS`` tokens together (SNLI's and e-SNLI's longest has 110), and on e-SNLI a
+``pairID`` the file already had. ``--variant esnli`` scores the
 e-SNLI dev/test pairs instead (``esnli`` schema, ``DIR/esnli/``; the same SNLI
 pairs, keyed by ``pairID``), with the annotators' explanations carried along and
 their highlighted words as the reference rationale where the files have them.
@@ -26,8 +28,10 @@ from faithbench.benchmark.core.models.training import TrainConfig
 from faithbench.tasks.classification import ClassificationTask
 from faithbench.tasks.data import (
     check_utf8,
+    count_tokens,
     load_hub,
     load_local,
+    refused_character,
     require_files,
     resolve_data_dir,
     without_empty,
@@ -42,6 +46,7 @@ COLUMNS = {"premise": str, "hypothesis": str, "label": int}
 TEXTS = ("premise", "hypothesis")
 LABELS = {-1, 0, 1, 2}
 VARIANTS = ("snli", "esnli")
+MAX_TOKENS = 256  # per pair, premise and hypothesis together: the length cap
 
 SPEC = TaskSpec(
     name="nli",
@@ -94,7 +99,8 @@ def read(options: TaskOptions) -> dict[str, list[Example]]:
         raw = load_hub(HUB_ID, wanted)
     else:
         require_files(data_dir, {"snli": wanted}, "nli", COLUMNS)
-        raw = load_local(data_dir / "snli", wanted, COLUMNS, LABELS, texts=TEXTS)
+        raw = load_local(data_dir / "snli", wanted, COLUMNS, LABELS, texts=TEXTS,
+                         max_tokens=MAX_TOKENS, tokenize=tokenize)
     splits = {split: [pair_example(f"{split}-{i}", r)
                       for i, r in _labelled(split, rows, hub=data_dir is None)]
               for split, rows in raw.items()}
@@ -116,7 +122,8 @@ def read_esnli(data_dir) -> dict[str, list[Example]]:
         raw = {split: _csv_rows(data_dir / "esnli" / f) for split, f in ESNLI_CSV.items()}
     else:
         raw = load_local(data_dir / "esnli", ["validation", "test"], columns, {0, 1, 2},
-                         texts=TEXTS)
+                         texts=TEXTS, unique="pairID", max_tokens=MAX_TOKENS,
+                         tokenize=tokenize)
     out = {}
     for split, rows in raw.items():
         examples = []
@@ -129,15 +136,35 @@ def read_esnli(data_dir) -> dict[str, list[Example]]:
 
 
 def _csv_rows(path) -> list[dict]:
-    """An e-SNLI CSV's rows, checked: UTF-8 (line and byte offset), and no empty
-    sentence (a CSV record may span lines, so the error names its ``pairID``)."""
+    """An e-SNLI CSV's rows, checked: UTF-8 (line and byte offset), no empty sentence,
+    no refused character, no pair over ``MAX_TOKENS`` and no ``pairID`` twice (a CSV
+    record may span lines, so the error names its ``pairID``)."""
     check_utf8(path)
     rows = [_from_csv(r) for r in load_esnli_csv(path)]
-    for row in rows:
+    seen: dict[str, int] = {}
+    for i, row in enumerate(rows, start=1):
+        pair = row.get("pairID")
         for name, column in (("premise", "Sentence1"), ("hypothesis", "Sentence2")):
             if not row[name].split():
-                raise DataFileError(path, None, column, f"pairID {row.get('pairID')!r}: empty "
+                raise DataFileError(path, None, column, f"pairID {pair!r}: empty "
                                     "text (no token)")
+            problem = refused_character(row[name])
+            if problem is not None:
+                raise DataFileError(path, None, column, f"pairID {pair!r}: {problem}; remove "
+                                    "it (control, bidi and zero-width characters are refused "
+                                    "in text)")
+        n = count_tokens([row["premise"], row["hypothesis"]], tokenize)
+        if n > MAX_TOKENS:
+            raise DataFileError(path, None, None, f"pairID {pair!r}: Sentence1 and Sentence2 "
+                                f"together: {n:,} tokens, over this task's cap of "
+                                f"{MAX_TOKENS:,} tokens per example (docs/reference/tasks.md,"
+                                " Length cap); shorten the text or remove the record")
+        if pair:
+            first = seen.setdefault(pair, i)
+            if first != i:
+                raise DataFileError(path, None, "pairID", f"{pair!r} is on records {first} and "
+                                    f"{i}: each pair needs its own pairID (it names the "
+                                    "example in every result); remove one")
     return rows
 
 

@@ -24,7 +24,10 @@ column's names, else the sorted values (numbers as numbers).
 
 Every problem is an ``InputError`` naming the dataset, split, row (1-based within the
 split) and column: a missing column (with the columns there are), an empty text, a
-label outside the mapping, a rationale index outside the text.
+control, bidi or zero-width character in a text (``tasks.data.refused_character``), an
+example of more than ``MAX_TOKENS`` tokens (its text and pair together), a label outside
+the mapping, a rationale index outside the text. Example ids are ``<split>-<row>``, so
+no two can be the same.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from typing import Any
 
 from faithbench.benchmark.core.api import DatasetOptions, Example
 from faithbench.benchmark.core.errors import InputError
-from faithbench.tasks.data import check_utf8, jsonl_objects, load_hub, quiet
+from faithbench.tasks.data import check_utf8, jsonl_objects, load_hub, quiet, refused_character
 from faithbench.tasks.rationales import nli_tokenize
 
 log = logging.getLogger(__name__)
@@ -53,6 +56,7 @@ SPLIT_SEED = 0
 HELD_SHARE = 0.1  # of the largest split, for each split drawn from it
 MIN_ROWS = 20  # rows a split needs: fewer give no interval worth reporting
 RATIONALE_KINDS = ("human", "planted")
+MAX_TOKENS = 512  # per example, text and pair together: the length cap (tasks.md)
 
 
 @dataclass(frozen=True)
@@ -194,12 +198,20 @@ def _where(options: DatasetOptions, split: str, i: int, column: str) -> str:
 
 def _tokens(options: DatasetOptions, split: str, i: int, column: str, value) -> tuple[str, ...]:
     if isinstance(value, str):
+        texts = [value]
         tokens = nli_tokenize(value)
     elif isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
+        texts = list(value)
         tokens = tuple(t for t in value if t.strip())
     else:
         raise InputError(f"{_where(options, split, i, column)}: expected text or a list of "
                          f"tokens, got {type(value).__name__}")
+    for k, text in enumerate(texts):
+        problem = refused_character(text)
+        if problem is not None:
+            token = f"token {k}: " if isinstance(value, (list, tuple)) else ""
+            raise InputError(f"{_where(options, split, i, column)}: {token}{problem}; remove it "
+                             "(control, bidi and zero-width characters are refused in text)")
     if not tokens:
         raise InputError(f"{_where(options, split, i, column)}: empty text (no token); "
                          "remove the row or give it text")
@@ -222,6 +234,13 @@ def _example(options: DatasetOptions, split: str, i: int, row: dict, index: dict
         pair = _tokens(options, split, i, options.pair, row[options.pair])
         example = Example(f"{split}-{i}", text + pair, index[key],
                           segments=(0,) * len(text) + (1,) * len(pair))
+    if len(example.tokens) > MAX_TOKENS:
+        where = (_where(options, split, i, options.text) if options.pair is None else
+                 f"{_where(options, split, i, options.text)} and {options.pair!r} together")
+        raise InputError(f"{where}: {len(example.tokens):,} "
+                         f"tokens, over this task's cap of {MAX_TOKENS:,} tokens per example "
+                         "(docs/reference/tasks.md, Length cap); shorten the text or remove "
+                         "the row")
     return example, (_as_list(row[options.rationale]) if options.rationale else None)
 
 

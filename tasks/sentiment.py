@@ -2,7 +2,10 @@
 
 Data: hub ``stanfordnlp/sst2`` by default, or ``DIR/sst2/{train,validation,test}.jsonl``
 with the same columns (``idx``, ``sentence``, ``label``); a local line whose sentence
-has no token is an error naming file and line (the hub copy's are left out, counted).
+has no token is an error naming file and line (the hub copy's are left out, counted),
+and so is an ``idx`` a file already had (it names the example: ``test-<idx>``), a
+control, bidi or zero-width character, and a sentence of more than ``MAX_TOKENS``
+tokens (SST-2's longest has 56).
 The training split is an option (``variant``): ``phrases`` (default) trains on every
 labelled phrase of the training trees — ``DIR/sst2_phrases/train.jsonl`` locally,
 the hub's own train split (67k phrases) otherwise — and ``sentences`` on the 6,920
@@ -37,6 +40,7 @@ from faithbench.tasks.rationales import load_sst_rationales
 HUB_ID = "stanfordnlp/sst2"
 COLUMNS = {"idx": int, "sentence": str, "label": int}
 VARIANTS = ("phrases", "sentences")
+MAX_TOKENS = 256  # per sentence: the length cap (docs/reference/tasks.md)
 
 SPEC = TaskSpec(
     name="sentiment",
@@ -74,12 +78,13 @@ def read(options: TaskOptions) -> dict[str, list[Example]]:
         if variant == "phrases" and train:
             wanted["sst2_phrases"] = ["train"]
         require_files(data_dir, wanted, "sentiment", COLUMNS)
+        checks = {"texts": ("sentence",), "unique": "idx", "max_tokens": MAX_TOKENS}
         raw = load_local(data_dir / "sst2", ["validation", "test"]
                          + (["train"] if variant == "sentences" and train else []), COLUMNS,
-                         {0, 1}, texts=("sentence",))
+                         {0, 1}, **checks)
         if variant == "phrases" and train:
             raw["train"] = load_local(data_dir / "sst2_phrases", ["train"], COLUMNS, {0, 1},
-                                      texts=("sentence",))["train"]
+                                      **checks)["train"]
     splits = {}
     for split, rows in raw.items():
         rows = [r for r in rows if r["label"] >= 0 or split != "train"]

@@ -75,6 +75,11 @@ class TextTask:
     def model_file(self, options: TaskOptions) -> Path:
         return self.concrete(options).model_file(options)
 
+    def check_data(self, options: TaskOptions) -> None:
+        """Read and check the dataset ``options`` names (kept: ``_data``), training
+        nothing: a bad row stops a run before it writes anything."""
+        self.concrete(options)
+
     def concrete(self, options: TaskOptions) -> ClassificationTask:
         """The task of the dataset ``options`` names, its data read and checked."""
         dataset = self.dataset_of(options)

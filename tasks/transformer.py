@@ -120,10 +120,12 @@ def to_pieces(tokenizer, example: Example, max_pieces: int) -> Example:
     return split_to_pieces(tokenizer, [example], max_pieces)[0]
 
 
-def split_to_pieces(tokenizer, examples: list[Example], max_pieces: int) -> list[Example]:
+def split_to_pieces(tokenizer, examples: list[Example], max_pieces: int, where: str = ""
+                    ) -> list[Example]:
     """Every example cut into pieces, one batched tokenizer call per sentence of a pair;
     pieces past ``max_pieces`` (the model's length less its special tokens) are dropped
-    from the end of the longer sentence, one at a time."""
+    from the end of the longer sentence, one at a time, and the examples so cut are
+    counted in a warning (``where`` names the split)."""
     segs = [e.segments or (0,) * len(e.tokens) for e in examples]
     spans = [[] for _ in examples]  # per example: (segment, piece ids, word of each piece)
     for s in sorted({g for seg in segs for g in seg}):
@@ -135,6 +137,11 @@ def split_to_pieces(tokenizer, examples: list[Example], max_pieces: int) -> list
                         is_split_into_words=True, add_special_tokens=False)
         for j, r in enumerate(rows):
             spans[r].append((s, list(enc["input_ids"][j]), [at[r][w] for w in enc.word_ids(j)]))
+    cut = sum(sum(len(ids) for _, ids, _ in sp) > max_pieces for sp in spans)
+    if cut:
+        log.warning("%s%d of %d examples are longer than the model's %d pieces: each cut to "
+                    "%d (the end of its longer sentence dropped)", f"{where}: " if where else "",
+                    cut, len(examples), max_pieces, max_pieces)
     return [_assemble(tokenizer, e, sp, max_pieces) for e, sp in zip(examples, spans)]
 
 
@@ -246,7 +253,8 @@ def setup(task, options: TaskOptions, splits: dict[str, list[Example]]) -> Famil
     tokenizer = load_tokenizer(path)
     specials = len(tokenizer(["a"], ["b"], is_split_into_words=True)["input_ids"]) - 2
     max_pieces = min(tokenizer.model_max_length, 512) - specials
-    splits = {s: split_to_pieces(tokenizer, rows, max_pieces) for s, rows in splits.items()}
+    splits = {s: split_to_pieces(tokenizer, rows, max_pieces, f"{task.spec.name} {s}")
+              for s, rows in splits.items()}
     spec = family_spec(task.spec, name)
     if options.precision != "fp32":  # every value changes: a suite of its own
         spec = replace(spec, params=(*spec.params, ("precision", options.precision)))

@@ -8,9 +8,11 @@ Exit status: 0 ok; 1 an explainer plugin failed (the rest of the run completed);
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from faithbench.benchmark.cli import (
@@ -106,6 +108,42 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `faithbench leaderboard | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # a full or read-only disk, no permission: one line, not a traceback
+        if exc.errno not in DISK_ERRORS:
+            raise
+        print(f"error: {disk_error(exc, getattr(args, 'out', None))}", file=sys.stderr)
+        return 2
+
+
+# what a disk or a path can refuse a write with (the rest of OSError stays a traceback: a bug)
+DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS, errno.EPERM,
+                         errno.ENOTDIR, errno.EEXIST, errno.EISDIR})
+
+
+def disk_error(exc: OSError, out: str | None) -> str:
+    """One line for an OSError in ``DISK_ERRORS``: the file it names (else ``--out``) and
+    the system's words; for a full disk, what to do. What was written is kept: a result
+    file's partial last line is ignored and cut off by the next run, and every other
+    file is written whole or not at all (``core.files.atomic_write``).
+
+    >>> import errno
+    >>> disk_error(OSError(errno.ENOSPC, "No space left on device", "o/results.jsonl"), "o")
+    'cannot write o/results.jsonl: No space left on device; free space (or give another --out) and run the same command again: it resumes from what was written'
+    >>> disk_error(OSError(errno.EACCES, "Permission denied"), "o")
+    'cannot write under --out o: Permission denied'
+    >>> disk_error(OSError(errno.EACCES, "Permission denied", "data/test.jsonl"), "o")
+    'cannot open data/test.jsonl: Permission denied'
+    """
+    path = exc.filename if exc.filename is not None else (
+        f"under --out {out}" if out else "a file")
+    writing = exc.filename is None or exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS) or (
+        out is not None and Path(os.path.abspath(out)) in
+        (Path(os.path.abspath(exc.filename)), *Path(os.path.abspath(exc.filename)).parents))
+    line = f"cannot {'write' if writing else 'open'} {path}: {exc.strerror or exc}"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        line += ("; free space (or give another --out) and run the same command again: it "
+                 "resumes from what was written")
+    return line
 
 
 def line_buffered(stream) -> None:

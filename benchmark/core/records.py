@@ -31,7 +31,7 @@ from typing import Any, ClassVar, TextIO
 import jsonlines
 
 from faithbench.benchmark.core.errors import DataFileError, NotUtf8Error
-from faithbench.benchmark.core.files import atomic_write
+from faithbench.benchmark.core.files import atomic_write, naming
 from faithbench.benchmark.core.stats import Estimate
 
 try:
@@ -333,7 +333,7 @@ def append_jsonl(path: Path, obj: dict) -> None:
     line = io.StringIO()
     with jsonlines.Writer(line, compact=True, sort_keys=True) as writer:
         writer.write(obj)
-    with locked_jsonl(path) as fh:
+    with naming(path), locked_jsonl(path) as fh:  # a full disk's error names the file
         _repair_tail(Path(path))
         fh.write(line.getvalue())
         fh.flush()
