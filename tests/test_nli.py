@@ -89,7 +89,7 @@ def test_pipeline_with_per_segment_metrics(shared_data, tmp_path):
     served = {r.explainer for r in records}  # every reference explainer a BiLSTM serves
     assert len(served) == len(served_by_a_bilstm()) and len(records) == len(served) * 4
     ids = {r.metric for r in records}
-    assert "comprehensiveness[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil;segment=1]@1" in ids
+    assert "comprehensiveness[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil;segment=1]@2" in ids
     # segment_share recomputed by hand from the cached explanations and the segments
     import math
 

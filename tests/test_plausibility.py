@@ -361,18 +361,19 @@ def test_token_f1_needs_a_rate():
 
 def test_plausibility_ids_do_not_collide_with_earlier_versions():
     """token_f1 / auprc: version 1 was the rank-based r_precision / average_precision;
-    every version before the current one counted pieces on a subword model."""
-    assert get_metric("token_f1").spec.id == "token_f1@3"
+    versions before 2 (3 for token_f1, auprc) counted pieces on a subword model, and
+    before 3 (4 for token_f1) ordered ties by position."""
+    assert get_metric("token_f1").spec.id == "token_f1@4"
     assert get_metric("auprc").spec.id == "auprc@3"
     assert get_metric("token_f1").spec.params == (("k_frac", None), ("granularity", None))
-    assert with_params(get_metric("token_f1"), k_frac=0.2).spec.id == "token_f1[k_frac=0.2]@3"
+    assert with_params(get_metric("token_f1"), k_frac=0.2).spec.id == "token_f1[k_frac=0.2]@4"
     assert resolve("token_f1[k_frac=0.2]").spec.param("k_frac") == 0.2
-    for old in ("token_f1@1", "auprc@2"):
-        with pytest.raises(InputError, match="version [12] requested, 3 registered"):
+    for old, registered in (("token_f1@1", 4), ("token_f1@3", 4), ("auprc@2", 3)):
+        with pytest.raises(InputError, match=f"version [123] requested, {registered} registered"):
             resolve(old)
-    assert get_metric("r_precision").spec.id == "r_precision@2"
-    assert get_metric("average_precision").spec.id == "average_precision@2"
-    assert get_metric("token_f1_micro").spec.id == "token_f1_micro@2"
+    assert get_metric("r_precision").spec.id == "r_precision@3"
+    assert get_metric("average_precision").spec.id == "average_precision@3"
+    assert get_metric("token_f1_micro").spec.id == "token_f1_micro@3"
     assert resolve("auprc[granularity=subword]").spec.id == "auprc[granularity=subword]@3"
 
 

@@ -72,7 +72,7 @@ def test_segment_goes_into_the_id_only_when_set():
     m = get_metric("comprehensiveness")
     assert "segment" not in m.spec.id
     assert with_params(m, segment=0).spec.id == (
-        "comprehensiveness[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil;segment=0]@1")
+        "comprehensiveness[bins=0.01,0.05,0.1,0.2,0.5;eraser=delete;rounding=ceil;segment=0]@2")
 
 
 def test_segment_without_segments_is_an_input_error():
@@ -100,4 +100,4 @@ def test_segment_share_counts_words_on_a_subword_model():
     assert share.compute(inp).values.item() == 1.0
     assert with_params(share, granularity="subword").compute(inp).values.item() == 0.0
     assert get_metric("segment_share").spec.id == (
-        "segment_share[bins=0.01,0.05,0.1,0.2,0.5;rounding=ceil;segment=0]@2")
+        "segment_share[bins=0.01,0.05,0.1,0.2,0.5;rounding=ceil;segment=0]@3")
