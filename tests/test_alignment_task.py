@@ -227,7 +227,7 @@ def test_align_writes_links_that_score_alignments_counts(tmp_path, ready, tiny_r
     assert summary["aer"]["n"] == 5
     # the README/epilog one-liners: to Pharaoh "i-j" lines and back, unchanged
     # (each wrapped inside its brackets to fit a terminal, still one shell command)
-    to_txt, back = re.findall(r'python -c "(.*?)"\s*(?:\\\n\s*)?<', align_verb.EPILOG, re.S)
+    to_txt, back = re.findall(r'python -c "(.*?)"\s*(?:\\\n\s*)?<', align_verb.EPILOG, re.DOTALL)
     txt = subprocess.run([sys.executable, "-c", to_txt], input=out.read_text(), text=True,
                          capture_output=True, check=True).stdout
     assert txt.splitlines()[0] == " ".join(f"{i}-{j}" for i, j in rows[0]["links"])

@@ -27,8 +27,8 @@ from faithbench.benchmark.core.api import (
 )
 from faithbench.benchmark.core.errors import InputError, UnknownNameError
 from faithbench.benchmark.core.ids import format_id
-from faithbench.benchmark.core.ranking import tie_keys
 from faithbench.benchmark.core.perturb import Perturber
+from faithbench.benchmark.core.ranking import tie_keys
 from faithbench.metrics import REGISTRY, default_metrics, get_metric, with_params
 from faithbench.metrics.rationale import bin_sizes
 from tests.analytic import BagOfWords, make_batch

@@ -173,9 +173,9 @@ def test_the_site_shows_bidi_and_invisible_characters(board, tmp_path):
     control character reaches no page raw: each is written as [U+XXXX]."""
     (e,) = [e for e in read_entries(board) if e.name == "gradient"]
     spec = {**e.header["explainer_spec"], "citation": f"{BIDI}tneidarg",
-            "description": f"\u202etneidarg"}
+            "description": "\u202etneidarg"}
     save_entry(board, explainer_spec=spec, results=e.results, per_example=e.per_example,
-               notes=f"notes \u202etneidarg{BIDI}", submitter=f"\u2067someone\u2069")
+               notes=f"notes \u202etneidarg{BIDI}", submitter="\u2067someone\u2069")
     assert main(["site", "--entries", str(board), "--out", str(tmp_path / "site")]) == 0
     pages = {p: p.read_text(encoding="utf-8") for p in (tmp_path / "site").iterdir()}
     for path, text in pages.items():
