@@ -173,7 +173,10 @@ def write_release(entries: list[Entry], out: Path, version: str, *,
         "faithbench_versions": sorted({v for d in described
                                        for v in d["faithbench_versions"] or []})}
     if carry is not None:
-        manifest["carried"] = {"from": carry.version, "commands": carry.manifest["commands"]}
+        manifest["carried"] = {"from": carry.version, "commands": carry.manifest["commands"],
+                               # what that release carried in turn, with its commands
+                               **({"carried": carry.manifest["carried"]}
+                                  if "carried" in carry.manifest else {})}
     if full:
         manifest["reference"] = write_reference([e for e in entries if e.entry_id in full],
                                                 out)
@@ -217,8 +220,9 @@ def _ranked_row(row: Ranked, costs: dict[tuple[str, str], ExplainCost]) -> dict:
 
 def _carried(carry: Release, tasks: set[str]) -> list[dict]:
     """The suites of release ``carry`` of tasks other than ``tasks``, marked with the
-    release they come from (without models: the models of that release are not here)."""
-    return [{**{k: v for k, v in s.items() if k != "models"}, "from": carry.version}
+    release they come from (``carry``, or the one ``carry`` carried them from; without
+    models: the models of that release are not here)."""
+    return [{**{k: v for k, v in s.items() if k != "models"}, "from": s.get("from", carry.version)}
             for s in carry.manifest["suites"] if s["task"] not in tasks]
 
 

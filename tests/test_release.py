@@ -162,3 +162,9 @@ def test_a_release_carries_the_suites_of_an_earlier_one_it_does_not_rerun(board,
     assert main(["release", "--entries", str(other / "leaderboard"), str(board),
                  "--version", "v11", "--out", str(again), "--carry", str(tmp_path / "v10")]) == 0
     assert not any(s.get("from") for s in read_release(again).manifest["suites"])
+    chain = tmp_path / "v12"  # carried again: a suite keeps the release it comes from
+    assert main(["release", "--entries", str(other / "leaderboard"), "--version", "v12",
+                 "--out", str(chain), "--carry", str(tmp_path / "v10")]) == 0
+    twice = read_release(chain).manifest
+    assert {s.get("from") for s in twice["suites"] if s["task"].startswith("synthetic")} == {"v9"}
+    assert twice["carried"]["carried"] == {"from": "v9", "commands": ["faithbench run a"]}
