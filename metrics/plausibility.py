@@ -288,7 +288,7 @@ def by_unit(metric: str, inp: MetricInput, granularity: str | None) -> MetricInp
     batch = inp.batch
     if batch.words is None or granularity == "subword":
         return inp
-    words = Candidates(batch.mask, batch.lengths, batch.words)
+    words = Candidates(batch.mask, batch.lengths, ties=None, words=batch.words)  # pooling only
     scores, exists = words.pool(inp.scores)  # (B, W)
     reference = None
     if inp.reference is not None:

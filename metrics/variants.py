@@ -84,7 +84,7 @@ class Candidates:
 
     eligible: torch.Tensor
     n: torch.Tensor
-    ties: torch.Tensor
+    ties: torch.Tensor | None  # None: only for pooling (``pool``), never for ranking
     words: torch.Tensor | None = None  # (B, T) unit of each position; None: the position
 
     def ranked(self, scores: torch.Tensor, k: torch.Tensor, *, least: bool = False,
@@ -112,6 +112,7 @@ class Candidates:
 
     def unit_ties(self, unit_scores: torch.Tensor) -> torch.Tensor:
         """(B, W) the tie keys of the units of ``unit_scores`` (B, W)."""
+        assert self.ties is not None, "Candidates built for pooling cannot rank"
         return self.ties[:, : unit_scores.shape[1]].to(unit_scores.device)
 
     def unit_scores(self, scores: torch.Tensor) -> torch.Tensor:

@@ -18,10 +18,15 @@ API (import as ``from tests.analytic import ...``; keep it this small):
   ``target`` over the other class (C = 2): W[id, ŷ] − W[id, 1 − ŷ].
 - ``make_batch(rows, example_ids=None, segments=None)``: a right-padded ``Batch``
   from lists of token ids.
+- ``hand_keys(example_id, n)``: the n tie keys of an example as the metric cards define
+  them, written out independently of ``ranking.tie_keys``.
 """
 
 from __future__ import annotations
 
+import hashlib
+
+import numpy as np
 import torch
 
 from faithbench.benchmark.core.api import Batch
@@ -91,3 +96,11 @@ def make_batch(rows: list[list[int]], example_ids=None, segments=None) -> Batch:
             seg[i, : len(row)] = torch.tensor(segments[i], dtype=torch.long)
     example_ids = tuple(example_ids or (f"ex{i}" for i in range(len(rows))))
     return Batch(ids=ids, mask=mask, example_ids=example_ids, segments=seg)
+
+
+def hand_keys(example_id: str, n: int) -> list[float]:
+    """n draws of numpy's default generator seeded by the first 8 bytes (little-endian)
+    of blake2b over "faithbench ties 1", NUL, the example's id: lower key first among
+    equal scores."""
+    digest = hashlib.blake2b(f"faithbench ties 1\0{example_id}".encode(), digest_size=8).digest()
+    return np.random.default_rng(int.from_bytes(digest, "little")).random(n).tolist()

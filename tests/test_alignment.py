@@ -62,7 +62,7 @@ def test_parallel_corpus_loads_through_datasets(shared_data):
     ({"possible": None}, "possible", "expected a list"),
 ])
 def test_malformed_gold_names_file_line_and_field(tmp_path, change, field, message):
-    folder = _gold(tmp_path, GOOD, {**GOOD, **change})
+    folder = _gold(tmp_path, GOOD, {**GOOD, "id": 2, **change})  # its own id
     with pytest.raises(DataFileError, match=message) as info:
         read_gold(folder, ("test",))
     assert (info.value.line, info.value.field) == (2, field)
@@ -79,7 +79,7 @@ def test_missing_field_and_file(tmp_path):
 
 
 def test_out_of_range_links_can_be_dropped_and_counted(tmp_path):
-    bad = {**GOOD, "sure": [[0, 0], [5, 0]], "possible": [[0, 0], [5, 0], [1, 9], [1, 1]]}
+    bad = {**GOOD, "id": 2, "sure": [[0, 0], [5, 0]], "possible": [[0, 0], [5, 0], [1, 9], [1, 1]]}
     folder = _gold(tmp_path, GOOD, bad)
     gold, dropped = read_gold(folder, ("test",), out_of_range="drop")
     assert dropped == {"test": 2}  # (5, 0) in both lists counts once, and (1, 9)

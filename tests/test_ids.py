@@ -103,7 +103,7 @@ def test_a_one_value_tuple_is_one_spec_whichever_way_it_is_written():
     ("comprehensiveness[bins=0.1;bins=0.2]", "parameter 'bins' given twice"),
     ("comprehensiveness[bins=0.1", "expected name[key=value;...]@version"),
     ("comprehensiveness@", "nothing after '@'"),
-    ("comprehensiveness@7", "version 7 requested, 1 registered"),
+    ("comprehensiveness@7", "version 7 requested, 2 registered"),
     ("flip_rate[segment=2]", "segment=2 is not None | 0 | 1"),
     ("flip_rate[erazer=mask]", "did you mean 'eraser'"),
     ("aopc_morf[k_max=0]", "k_max=0 is not int >= 1"),

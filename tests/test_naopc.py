@@ -14,6 +14,7 @@ from faithbench.benchmark.core.perturb import Perturber
 from faithbench.benchmark.core.vocab import collate
 from faithbench.metrics.naopc import NAOPC_COMP, NAOPC_SUFF, aopc_bounds, with_search
 from faithbench.testing import Votes, tiny_classifier
+from tests.analytic import hand_keys
 
 
 def _param(metric, **changes):
@@ -45,7 +46,7 @@ def _prob(model, tokens, target):
         return torch.softmax(model.logits(batch).float(), dim=-1)[0, target].item()
 
 
-def _brute(model, tokens, units, scores, target, eraser="delete"):
+def _brute(model, tokens, units, scores, target, eraser="delete", example_id="ex0"):
     """(aopc of most-important-first, of least-important-first, min, max) over all
     orders of ``units`` (lists of positions), each variant forwarded on its own;
     ``eraser="mask"`` puts the model's mask id where a unit was."""
@@ -68,7 +69,8 @@ def _brute(model, tokens, units, scores, target, eraser="delete"):
         return math.fsum(drop(order[:k]) for k in range(1, n + 1)) / n
 
     every = [aopc(p) for p in itertools.permutations(range(n))]
-    order = sorted(range(n), key=lambda u: (-scores[u], units[u][0]))  # ties: earlier first
+    keys = hand_keys(example_id, n)  # unit u takes the example's u-th tie key
+    order = sorted(range(n), key=lambda u: (-scores[u], keys[u]))
     return aopc(order), aopc(order[::-1]), min(every), max(every)
 
 
@@ -99,8 +101,8 @@ def test_equals_brute_force_over_all_orders(seed, search):
     assert not comp.flags["flat"].any()
 
 
-def test_ties_are_broken_by_position_as_everywhere():
-    """Scores with ties: comprehensiveness removes equal scores earlier position first,
+def test_ties_follow_the_examples_keys_as_everywhere():
+    """Scores with ties: comprehensiveness removes equal scores lower tie key first,
     sufficiency (least important first) the reverse, as aopc_morf / aopc_lerf do."""
     model = tiny_classifier(3)
     rows = [[11, 23, 5, 41, 17, 30]]

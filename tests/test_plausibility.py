@@ -36,7 +36,7 @@ from faithbench.tasks.rationales import (
     nli_tokenize,
     sst_phrase_rationale,
 )
-from tests.analytic import make_batch
+from tests.analytic import hand_keys, make_batch
 
 ESNLI_SAMPLE = Path(__file__).parent / "fixtures" / "esnli" / "esnli_dev_sample.csv"
 F, T = False, True
@@ -68,9 +68,15 @@ def metric_of(name, scores, reference, *, example_ids=None, rate=None, **params)
     return metric.compute(inp).values.tolist()
 
 
-def hand_ap(scores, reference):
-    """Σ_k (R_k − R_{k−1}) P_k over the ranking by (−score, position), in plain Python."""
-    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+def hand_order(scores, example_id):
+    """Positions by (−score, tie key): equal scores in the example's seeded order."""
+    keys = hand_keys(example_id, len(scores))
+    return sorted(range(len(scores)), key=lambda i: (-scores[i], keys[i]))
+
+
+def hand_ap(scores, reference, example_id):
+    """Σ_k (R_k − R_{k−1}) P_k over the ranking by (−score, tie key), in plain Python."""
+    order = hand_order(scores, example_id)
     total = sum(reference)
     ap, hits, recall_before = 0.0, 0, 0.0
     for k, i in enumerate(order, start=1):
@@ -93,11 +99,11 @@ def hand_auprc(scores, reference):
     return sum((r1 - r0) * (p1 + p0) / 2 for (r0, p0), (r1, p1) in itertools.pairwise(points))
 
 
-def hand_token_f1(scores, reference, rate):
-    """F1 of the top ceil(rate · n) tokens (ties by position) against the reference."""
+def hand_token_f1(scores, reference, rate, example_id="ex0"):
+    """F1 of the top ceil(rate · n) tokens (ties by tie key) against the reference."""
     n = len(scores)
     k = min(max(math.ceil(round(rate * n, 9)), 1), n)
-    top = sorted(range(n), key=lambda i: (-scores[i], i))[:k]
+    top = hand_order(scores, example_id)[:k]
     hits = sum(reference[i] for i in top)
     if hits == 0:
         return 0.0
@@ -124,14 +130,14 @@ def test_r_precision_hand_worked():
     rows = [
         ([0.9, 0.1, 0.5, 0.7], [T, F, T, F]),  # k = 2, top {0, 3}: 1/2
         ([0.1, 0.7, 0.8, 0.2], [F, T, T, F]),  # top {2, 1}: 1
-        ([0.5, 0.5, 0.5, 0.5], [F, F, T, T]),  # ties by position: top {0, 1}: 0
+        ([0.5, 0.5, 0.5, 0.5], [F, F, T, T]),  # all tied, keys of "ex2" order 3 0 2 1: {3, 0}: 1/2
         ([3.0, -1.0, 2.0, 0.0, 1.0], [F, F, T, F, T]),  # top {0, 2}: 1/2
     ]
     got = metric_of("r_precision", [r[0] for r in rows], [r[1] for r in rows])
-    assert got == pytest.approx([0.5, 1.0, 0.0, 0.5], abs=1e-12)
+    assert got == pytest.approx([0.5, 1.0, 0.5, 0.5], abs=1e-12)
 
 
-# ---- average_precision (step-wise, ties by position) ---------------------------------------
+# ---- average_precision (step-wise, ties in the seeded order) ---------------------------------------
 
 
 def test_average_precision_hand_worked():
@@ -146,7 +152,8 @@ def test_average_precision_hand_worked():
     ]
     got = metric_of("average_precision", [r[0] for r in rows], [r[1] for r in rows])
     assert got == pytest.approx([5 / 6, 1 / 3, 5 / 6, 7 / 12], abs=1e-12)
-    assert got == pytest.approx([hand_ap(s, r) for s, r in rows], abs=1e-12)
+    assert got == pytest.approx([hand_ap(s, r, f"ex{i}") for i, (s, r) in enumerate(rows)],
+                                abs=1e-12)
 
 
 def test_average_precision_perfect_ranking_is_one():
@@ -160,21 +167,27 @@ def test_average_precision_perfect_ranking_is_one():
     assert got == [1.0, 1.0, 1.0, 1.0]
 
 
-def test_average_precision_ties_broken_by_position():
+def test_average_precision_orders_ties_by_the_examples_keys():
+    """Keys (``hand_keys``) of "ex0" 0.104 0.583 0.738; "ex1" 0.850 0.329 0.397; "ex2"
+    0.153 0.524 0.235 0.089: lower key first among equal scores."""
     rows = [
         ([0.5, 0.5, 0.5], [F, T, T]),  # order 0, 1, 2: (1/2 + 2/3) / 2; pooled ties would give 2/3
-        ([0.5, 0.5, 0.5], [T, T, F]),  # order 0, 1, 2: 1
+        ([0.5, 0.5, 0.5], [T, T, F]),  # order 1, 2, 0: hits at ranks 1, 3: (1 + 2/3) / 2
         ([0.5, 0.9, 0.5, 0.1], [F, F, T, F]),  # order 1, 0, 2, 3: hit at rank 3 -> 1/3 (not 1/2)
     ]
     got = metric_of("average_precision", [r[0] for r in rows], [r[1] for r in rows])
-    assert got == pytest.approx([7 / 12, 1.0, 1 / 3], abs=1e-12)
+    assert got == pytest.approx([7 / 12, 5 / 6, 1 / 3], abs=1e-12)
+    assert [hand_order(r[0], f"ex{i}") for i, r in enumerate(rows)] == [
+        [0, 1, 2], [1, 2, 0], [1, 0, 2, 3]]
 
 
 def test_average_precision_matches_the_definition_alone_and_in_a_batch():
     rows = random_rows(0)
     batched = metric_of("average_precision", [r[0] for r in rows], [r[1] for r in rows])
-    alone = [metric_of("average_precision", [s], [r])[0] for s, r in rows]
-    assert batched == pytest.approx([hand_ap(s, r) for s, r in rows], abs=1e-12)
+    alone = [metric_of("average_precision", [s], [r], example_ids=[f"ex{i}"])[0]
+             for i, (s, r) in enumerate(rows)]
+    assert batched == pytest.approx([hand_ap(s, r, f"ex{i}") for i, (s, r) in enumerate(rows)],
+                                    abs=1e-12)
     assert batched == alone
 
 
@@ -317,15 +330,17 @@ def test_token_f1_float_noise_never_adds_a_token():
     assert metric_of("token_f1", [scores], [reference], rate=noisy) == [1.0]
 
 
-def test_token_f1_ties_broken_by_position_and_bounds_of_k():
+def test_token_f1_orders_ties_by_the_examples_keys_and_bounds_k():
     rows = [
-        ([1.0, 1.0, 1.0, 1.0], [F, F, T, T]),  # k = 2, ties: S = {0, 1}: 0
-        ([1.0, 1.0, 1.0, 1.0], [T, T, F, F]),  # S = {0, 1}: 1
+        ([1.0, 1.0, 1.0, 1.0], [F, F, T, T]),  # k = 2, "ex0" orders 0 1 3 2: S = {0, 1}: 0
+        ([1.0, 1.0, 1.0, 1.0], [T, T, F, F]),  # "ex1" orders 1 2 3 0: S = {1, 2}: 1/2
         ([0.3], [T]),  # k = ceil(0.5) = 1 = n: 1
         ([0.1, 0.9], [T, F]),  # k = 1, S = {1}: 0
     ]
     got = metric_of("token_f1", [r[0] for r in rows], [r[1] for r in rows], k_frac=0.5)
-    assert got == [0.0, 1.0, 1.0, 0.0]
+    assert got == [0.0, 0.5, 1.0, 0.0]
+    assert hand_order(rows[0][0], "ex0") == [0, 1, 3, 2]
+    assert hand_order(rows[1][0], "ex1") == [1, 2, 3, 0]
     # at least one token: k = max(1, ceil(0.01 · 4)) = 1, S = {0}: 2 · 1 / 3 = 2/3
     assert metric_of("token_f1", [[0.9, 0.1, 0.5, 0.7]], [[T, F, T, F]], k_frac=0.01) == (
         pytest.approx([2 / 3], abs=1e-12)
@@ -336,8 +351,10 @@ def test_token_f1_same_alone_and_in_a_padded_batch():
     rows = random_rows(3)
     rate = 0.3  # one fixed dataset-level rate for both runs
     batched = metric_of("token_f1", [r[0] for r in rows], [r[1] for r in rows], rate=rate)
-    alone = [metric_of("token_f1", [s], [r], rate=rate)[0] for s, r in rows]
-    assert batched == pytest.approx([hand_token_f1(s, r, rate) for s, r in rows], abs=1e-12)
+    alone = [metric_of("token_f1", [s], [r], rate=rate, example_ids=[f"ex{i}"])[0]
+             for i, (s, r) in enumerate(rows)]
+    assert batched == pytest.approx(
+        [hand_token_f1(s, r, rate, f"ex{i}") for i, (s, r) in enumerate(rows)], abs=1e-12)
     assert batched == alone
     # the hand-worked rows of different lengths (1..5) in one batch, padding scored 99
     fixed = [r[:2] for r in AUPRC_ROWS]
@@ -345,7 +362,8 @@ def test_token_f1_same_alone_and_in_a_padded_batch():
     # k = 2, 2, 3, 2, 1, 1: {0, 3} -> 1/2; {2, 1} vs {0} -> 0; {0, 2, 4} vs {2, 4} -> 4/5;
     # {2, 1} -> 1; {0} vs {1} -> 0; {0} -> 1
     assert batched == pytest.approx([1 / 2, 0.0, 4 / 5, 1.0, 0.0, 1.0], abs=1e-12)
-    alone = [metric_of("token_f1", [s], [r], k_frac=0.5)[0] for s, r in fixed]
+    alone = [metric_of("token_f1", [s], [r], k_frac=0.5, example_ids=[f"ex{i}"])[0]
+             for i, (s, r) in enumerate(fixed)]
     assert batched == alone
 
 
@@ -380,7 +398,8 @@ def test_plausibility_ids_do_not_collide_with_earlier_versions():
 # ---- subword models: words are the unit ------------------------------------------------------
 # Pieces un ##funny | film | ok: words (0, 0, 1, 2); the reference marks word 0 (both of its
 # pieces); piece scores 0.3, 0.3, 0.5, 0.1, so word scores 0.6, 0.5, 0.1 and the words rank
-# 0, 1, 2 while the pieces rank 2, 0, 1, 3 (0 before 1 by position).
+# 0, 1, 2 while the pieces rank 2, 1, 0, 3 (the tie keys of "x" put 1 before 0; either
+# order gives the values below).
 #   r_precision        words: k = 1, top {0}: 1.       pieces: k = 2, top {2, 0}: 1/2
 #   average_precision  words: hit at rank 1: 1.        pieces: hits at 2, 3: (1/2 + 2/3)/2 = 7/12
 #   auprc              words: (1, 1) at once: 1.       pieces: θ = .5 gives (0, 0), θ = .3

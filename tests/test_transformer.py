@@ -354,9 +354,12 @@ def test_a_model_path_checkpoint_reads_no_training_split(tmp_path, tokenizer, sh
         return load(folder, splits, *args, **kwargs)
 
     monkeypatch.setattr(module, "load_local", recorded)
+    kept = {}  # the rows ``read_once`` keeps, emptied so that each prepare reads the files
+    monkeypatch.setattr("faithbench.tasks.data._READ", kept)
     ready = tasks.get_task(task).prepare(options, progress=False)
     assert read == [(files, ("validation", "test"))]
     read.clear()
+    kept.clear()
     monkeypatch.setattr(TaskOptions, "reads_training_split", property(lambda self: True))
     full = tasks.get_task(task).prepare(options, progress=False)
     assert train in read  # as before: read, then left out
