@@ -280,8 +280,11 @@ def _one_matrix(rows: list[Ranked], task: str, suite: str, sort_by, metrics, pre
                                  f"{', '.join(present)}")
             columns += hits
         rows = [r for r in rows if r.metric in columns]
-    # ``prefer``: a metric id (the default parameters), or a name that names one column
+    # ``prefer``: a metric id (the default parameters; of any version, so a release
+    # scored before a version bump sorts alike), or a name that names one column
+    unversioned = None if prefer is None else prefer.rpartition("@")[0] or prefer
     preferred = ([m for m in columns if m == prefer]
+                 or [m for m in columns if m.rpartition("@")[0] == unversioned]
                  or [m for m in columns if prefer is not None and matches(m, prefer)])
     key = preferred[0] if len(preferred) == 1 else columns[0]
     if sort_by is not None:  # the column itself, else the one column of that name

@@ -186,3 +186,22 @@ def test_the_manifest_states_where_and_how_big_the_models_are(release):
     assert model["file"].startswith("models/synthetic-") and model["bytes"] == (
         release / model["file"]).stat().st_size
     assert model["seed"] == 0
+
+
+def test_an_older_release_sorts_by_the_headline_metric_of_its_own_version():
+    """Release v4 was scored with comprehensiveness@1; the headline metric is now @2.
+    Its table still sorts by comprehensiveness (means descending), not by its first
+    column."""
+    from faithbench.leaderboard.rank import matrices_of_rows
+    from faithbench.metrics import get_metric
+    headline = get_metric("comprehensiveness").spec.id
+    old = headline.replace("@2", "@1")
+    rows = [r for r in read_release("v4").rows
+            if r.task == "sentiment@1" and r.suite.endswith("majority 0.51")
+            and "77,189" in r.suite]
+    assert headline.endswith("@2") and any(r.metric == old for r in rows)
+    [table] = matrices_of_rows(rows, "sentiment", prefer=headline)
+    assert table.sort_key == old and sorted({r.metric for r in rows})[0] != old
+    means = {r.entry_id: r.mean for r in rows if r.metric == old}
+    shown = [means[e] for e in table.order]
+    assert len(shown) == 15 and shown == sorted(shown, reverse=True)
