@@ -24,7 +24,7 @@ def test_every_verb_has_an_epilog_with_examples():
     verbs = parser._subparsers._group_actions[0].choices
     assert set(verbs) == {"run", "explain", "score", "predict", "validate", "submit",
                           "leaderboard", "compare", "site", "release", "list", "agreement",
-                          "align", "roar", "meta-eval"}
+                          "align", "roar", "meta-eval", "debate"}
     for name, sub in verbs.items():
         assert "faithbench " + name in (sub.epilog or ""), name
 

@@ -19,6 +19,7 @@ from faithbench.benchmark.cli import (
     agreement,
     align,
     compare,
+    debate,
     explain,
     leaderboard,
     list_verb,
@@ -36,7 +37,7 @@ from faithbench.benchmark.core.errors import FaithbenchError
 from faithbench.benchmark.core.progress import heartbeat
 
 VERBS = (run, explain, score, align, predict, validate, submit, leaderboard, compare, site,
-         release, roar, agreement, meta_eval, list_verb)
+         release, roar, agreement, meta_eval, debate, list_verb)
 
 
 DESCRIPTION = """\

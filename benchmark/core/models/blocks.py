@@ -95,9 +95,38 @@ class AttentionParts:
     def embed(self, batch) -> torch.Tensor:
         raise NotImplementedError
 
+    def _encode(self, embeds: torch.Tensor, batch) -> object:
+        """What the attention weighs (the encoder's states), weights aside."""
+        raise NotImplementedError
+
+    def _read(self, encoded, batch, weights: torch.Tensor | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(logits, weights, vectors) from ``_encode``'s output; given ``weights`` (B, T)
+        take the place of the computed ones."""
+        raise NotImplementedError
+
     def _attend(self, embeds: torch.Tensor, batch, weights: torch.Tensor | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        raise NotImplementedError
+        return self._read(self._encode(embeds, batch), batch, weights)
+
+    def logits_fixed_attention(self, embeds: torch.Tensor, batch, weights: torch.Tensor
+                               ) -> torch.Tensor:
+        """(B, C) logits from ``embeds`` with ``weights`` (B, 1, T) in place of the
+        attention: a gradient wrt the embeddings then flows around the weights (Jain &
+        Wallace's gradient importance, which detaches attention)."""
+        return self._attend(embeds, batch, weights[:, 0])[0]
+
+    def attention_readout(self, batch):
+        """A function (B, 1, T) weights -> (B, C) logits that reuses the encoder's states,
+        computed once here without gradients: the attention experiments of the debate
+        (``faithbench.benchmark.debate``) put thousands of weightings on fixed states,
+        as Jain & Wallace do. The same logits as ``logits_from_attention`` (which a model
+        without ``_encode``, the seq2seq decoder, recomputes on every call)."""
+        if type(self)._encode is AttentionParts._encode:
+            return lambda weights: self.logits_from_attention(weights, batch)
+        with torch.no_grad():
+            encoded = self._encode(self.embed(batch), batch)
+        return lambda weights: self._read(encoded, batch, weights[:, 0])[0]
 
     def attention_vectors(self, batch, layer: int | None = None
                           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

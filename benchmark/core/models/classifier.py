@@ -47,11 +47,14 @@ class AttentionClassifier(AttentionModelSurface):
         logits, weights, _ = self._attend(embeds, batch)
         return logits, weights
 
-    def _attend(self, embeds: torch.Tensor, batch: Batch, weights: torch.Tensor | None = None):
+    def _encode(self, embeds: torch.Tensor, batch: Batch) -> torch.Tensor:
+        """(B, T, 2H) the states attention weighs (``AttentionParts.attention_readout``)."""
+        return self.encoder(self.dropout(embeds), batch.mask)
+
+    def _read(self, states: torch.Tensor, batch: Batch, weights: torch.Tensor | None = None):
         """Logits, attention weights and f(h_t) = W_out h_t: the output layer is the
         linear map between the attention's weighted sum and the softmax (its bias is
         added once, after the sum, so no token's)."""
-        states = self.encoder(self.dropout(embeds), batch.mask)
         weights, context = self.attn(states, batch.mask, weights=weights)
         return self.out(self.dropout(context)), weights, states @ self.out.weight.T
 

@@ -93,18 +93,22 @@ class PairAttentionClassifier(AttentionModelSurface):
         # one weight per input token: each side's weights (summing to 1) at its positions, halved
         return logits, weights / 2
 
-    def _attend(self, embeds: torch.Tensor, batch: Batch, weights: torch.Tensor | None = None):
-        """Logits, each side's attention weights at its positions (each side's summing to
-        1), and f(h_t) = h_t: the contexts enter |c_p − c_h| and c_p ⊙ c_h, nonlinear at
-        once, so no linear map follows the weighting. Given ``weights`` (B, T) are each
-        side's weights at its positions."""
+    def _encode(self, embeds: torch.Tensor, batch: Batch) -> tuple:
+        """Each side's states, mask and positions (``AttentionParts.attention_readout``)."""
         if batch.segments is None:
             raise ValueError("the NLI model needs batch.segments (0 premise, 1 hypothesis)")
         embeds = self.dropout(embeds)
         p_emb, p_mask, p_pos = split_segment(embeds, batch, 0)
         h_emb, h_mask, h_pos = split_segment(embeds, batch, 1)
-        p_states = self.premise_encoder(p_emb, p_mask)
-        h_states = self.hypothesis_encoder(h_emb, h_mask)
+        return (self.premise_encoder(p_emb, p_mask), p_mask, p_pos,
+                self.hypothesis_encoder(h_emb, h_mask), h_mask, h_pos)
+
+    def _read(self, encoded: tuple, batch: Batch, weights: torch.Tensor | None = None):
+        """Logits, each side's attention weights at its positions (each side's summing to
+        1), and f(h_t) = h_t: the contexts enter |c_p − c_h| and c_p ⊙ c_h, nonlinear at
+        once, so no linear map follows the weighting. Given ``weights`` (B, T) are each
+        side's weights at its positions."""
+        p_states, p_mask, p_pos, h_states, h_mask, h_pos = encoded
         p_given, h_given = (None, None) if weights is None else (
             side_weights(weights, p_pos, p_mask), side_weights(weights, h_pos, h_mask))
         p_weights, p_ctx = self.premise_attn(p_states, p_mask, masked_mean(h_states, h_mask),
@@ -113,9 +117,9 @@ class PairAttentionClassifier(AttentionModelSurface):
                                                 h_given)
         features = torch.cat([p_ctx, h_ctx, (p_ctx - h_ctx).abs(), p_ctx * h_ctx], dim=-1)
         logits = self.mlp(self.dropout(features))
-        row = torch.zeros(batch.ids.shape, dtype=p_weights.dtype, device=embeds.device)
+        row = torch.zeros(batch.ids.shape, dtype=p_weights.dtype, device=p_states.device)
         row = row.scatter_add(1, p_pos, p_weights * p_mask).scatter_add(1, h_pos, h_weights * h_mask)
-        vectors = embeds.new_zeros(*batch.ids.shape, p_states.shape[-1])
+        vectors = p_states.new_zeros(*batch.ids.shape, p_states.shape[-1])
         for states, mask, pos in ((p_states, p_mask, p_pos), (h_states, h_mask, h_pos)):
             vectors = vectors.scatter_add(1, pos.unsqueeze(-1).expand_as(states),
                                           states * mask.unsqueeze(-1))

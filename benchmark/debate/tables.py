@@ -1,0 +1,209 @@
+"""The debate's tables, from ``<out>/debate/values.jsonl`` alone.
+
+``quantities``: every (experiment, task, quantity) as a mean with its 95 % interval
+over examples and model seeds (``core.stats.seed_estimate``: t over the seed means
+plus the example variance, its coverage simulated in tests/test_stats.py). Each seed's
+row holds the same examples; a quantity undefined for an example (τ of a constant
+vector, a decision that never flips) leaves that example out of every seed's row and is
+counted (``undefined``).
+
+``claims``: one row per claim of the papers, with their number (their setting), ours,
+and a verdict read off the interval against the claim's threshold: "holds" where the
+whole interval is on the claim's side, "does not hold" where it is wholly on the other,
+"holds only partly" where it straddles (``verdict``; the rate of a false "holds" at the
+threshold is simulated in tests/test_debate.py). The thresholds are ours: the papers
+state their claims in words, and each card says what number we read them as.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from tabulate import tabulate
+
+from faithbench.benchmark.core import stats
+from faithbench.benchmark.core.records import read_jsonl
+
+HOLDS, FAILS, PARTLY = "holds", "does not hold", "holds only partly"
+
+
+@dataclasses.dataclass(frozen=True)
+class Rows:
+    """The values file: the last row of each (experiment, task, seed) wins."""
+
+    rows: dict[tuple[str, str, int], dict]
+
+    @classmethod
+    def read(cls, path: Path) -> Rows:
+        rows = {}
+        for r in read_jsonl(path):
+            rows[(r["experiment"], r["model"]["task"], r["model"]["seed"])] = r
+        return cls(rows)
+
+    def tasks(self, experiment: str) -> list[str]:
+        return sorted({t for e, t, _ in self.rows if e == experiment})
+
+    def matrix(self, experiment: str, task: str, quantity: str) -> tuple[np.ndarray, int]:
+        """(S, N) one row per seed on the examples every seed shares, and the number of
+        shared examples where some seed's value is undefined (left out)."""
+        seeds = sorted(s for e, t, s in self.rows if e == experiment and t == task)
+        per_seed = []
+        for s in seeds:
+            r = self.rows[(experiment, task, s)]
+            per_seed.append(dict(zip(r["ids"], r["values"][quantity], strict=True)))
+        shared = [i for i in per_seed[0] if all(i in p for p in per_seed)] if per_seed else []
+        m = np.array([[p[i] for i in shared] for p in per_seed], dtype=float)
+        if m.size == 0:
+            return m.reshape(len(per_seed), 0), 0
+        finite = np.isfinite(m).all(axis=0)
+        return m[:, finite], int((~finite).sum())
+
+
+def estimate(matrix: np.ndarray) -> dict | None:
+    """Mean and 95 % interval of an (S, N) matrix, or None when it has no column."""
+    if matrix.size == 0:
+        return None
+    e = stats.seed_estimate(matrix)
+    return {"mean": e.mean, "ci_low": e.ci_low, "ci_high": e.ci_high, "n": e.n,
+            "n_seeds": e.n_seeds}
+
+
+def quantities(rows: Rows) -> list[dict]:
+    """Every (experiment, task, quantity) with its estimate and undefined count."""
+    out = []
+    for experiment in sorted({e for e, _, _ in rows.rows}):
+        for task in rows.tasks(experiment):
+            first = next(r for (e, t, _), r in rows.rows.items() if e == experiment and t == task)
+            for quantity in first["values"]:
+                m, undefined = rows.matrix(experiment, task, quantity)
+                out.append({"experiment": experiment, "task": task, "quantity": quantity,
+                            "estimate": estimate(m), "undefined": undefined})
+    return out
+
+
+def verdict(ci_low: float, ci_high: float, threshold: float, side: str) -> str:
+    """Holds where the whole interval lies on ``side`` ("below" / "above") of
+    ``threshold``; does not hold where it lies wholly on the other side; else partly.
+
+    >>> verdict(0.1, 0.3, 0.5, "below"), verdict(0.6, 0.7, 0.5, "below"), verdict(0.4, 0.6, 0.5, "above")
+    ('holds', 'does not hold', 'holds only partly')
+    """
+    below, above = ci_high < threshold, ci_low > threshold
+    if side == "below":
+        return HOLDS if below else FAILS if above else PARTLY
+    return HOLDS if above else FAILS if below else PARTLY
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """A claim read as: the mean of ``quantity`` (or of ``quantity`` minus ``minus``,
+    paired by example) lies ``side`` of ``threshold`` on tasks of ``kinds``."""
+
+    paper: str
+    claim: str
+    theirs: str
+    experiment: str
+    quantity: str
+    side: str
+    threshold: float
+    minus: str | None = None
+    tasks: tuple[str, ...] = ()  # task names the claim is about (empty: every task)
+
+
+CLAIMS = (
+    Claim("Jain & Wallace 2019", "attention correlates weakly with gradient importance "
+          "(mean Kendall τ below 0.5)", "τ 0.34–0.36 SST, 0.31 SNLI (BiLSTM)",
+          "jw_correlation", "tau_gradient", "below", 0.5),
+    Claim("Jain & Wallace 2019", "attention correlates weakly with leave-one-out "
+          "importance (mean τ below 0.5)", "τ 0.27–0.32 SST, 0.29 SNLI",
+          "jw_correlation", "tau_loo", "below", 0.5),
+    Claim("Jain & Wallace 2019", "attention agrees with gradients less than gradients "
+          "agree with leave-one-out (τ difference below 0)", "not tabulated",
+          "jw_correlation", "tau_gradient", "below", 0.0, minus="tau_gradient_loo"),
+    Claim("Jain & Wallace 2019", "permuting attention barely changes the output (median "
+          "TVD below 0.05)", "most examples near 0 (plots only)",
+          "jw_permutation", "median_tvd", "below", 0.05),
+    Claim("Jain & Wallace 2019", "a very different attention gives the same output (JSD "
+          "within TVD 0.05 above ln 2 / 2 ≈ 0.35 nats)", "JSD > 0.4 often (plots only)",
+          "jw_adversarial", "jsd", "above", math.log(2) / 2),
+    Claim("Serrano & Smith 2019", "zeroing the highest attention weight rarely flips the "
+          "decision (flip rate below 0.1)", "rarely, also for HAN (text)",
+          "ss_single", "flip_max", "below", 0.1),
+    Claim("Serrano & Smith 2019", "zeroing the highest weight moves the output more than "
+          "a random one (ΔJS above 0)", "ΔJS mostly > 0, small",
+          "ss_single", "delta_js", "above", 0.0),
+    Claim("Serrano & Smith 2019", "gradient orders flip the decision sooner than attention "
+          "(fraction zeroed: attention minus gradient above 0)", "gradient sooner (text)",
+          "ss_multiple", "fraction_attention", "above", 0.0, minus="fraction_gradient"),
+    Claim("Vashishth et al. 2019", "single-sequence classification hardly needs attention "
+          "(accuracy lost to uniform weights below 0.02)", "small drop on SST, IMDB, Yelp",
+          "vashishth", "correct_learned", "below", 0.02, minus="correct_uniform",
+          tasks=("sentiment", "synthetic")),
+    Claim("Vashishth et al. 2019", "NLI needs its attention (accuracy lost to uniform "
+          "weights above 0.02)", "large drop on SNLI, MultiNLI",
+          "vashishth", "correct_learned", "above", 0.02, minus="correct_uniform",
+          tasks=("nli",)),
+)
+
+
+def _task_name(task: str) -> str:
+    return task.split("@")[0].split("[")[0]
+
+
+def claims(rows: Rows, chosen: Sequence[Claim] = CLAIMS) -> list[dict]:
+    """One row per (claim, task with values)."""
+    out = []
+    for c in chosen:
+        for task in rows.tasks(c.experiment):
+            if c.tasks and _task_name(task) not in c.tasks:
+                continue
+            m, undefined = rows.matrix(c.experiment, task, c.quantity)
+            if c.minus is not None:
+                a, b = _paired(rows, c.experiment, task, c.quantity, c.minus)
+                m = a - b
+            e = estimate(m)
+            out.append({"claim": c, "task": task, "estimate": e, "undefined": undefined,
+                        "verdict": None if e is None else verdict(e["ci_low"], e["ci_high"],
+                                                                  c.threshold, c.side)})
+    return out
+
+
+def _paired(rows: Rows, experiment: str, task: str, a: str, b: str
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Two quantities' (S, N) matrices on the examples where both are defined."""
+    seeds = sorted(s for e, t, s in rows.rows if e == experiment and t == task)
+    xs, ys = [], []
+    for s in seeds:
+        r = rows.rows[(experiment, task, s)]
+        xs.append(r["values"][a])
+        ys.append(r["values"][b])
+    x, y = np.array(xs, dtype=float), np.array(ys, dtype=float)
+    keep = np.isfinite(x).all(axis=0) & np.isfinite(y).all(axis=0)
+    return x[:, keep], y[:, keep]
+
+
+def _ci(e: dict | None) -> str:
+    if e is None:
+        return "n/a"
+    return f"{e['mean']:.3f} [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"
+
+
+def render_claims(rows: Rows, tablefmt: str = "github") -> str:
+    body = [[r["claim"].paper, r["claim"].claim, r["claim"].theirs, r["task"],
+             _ci(r["estimate"]) + (f" ({r['undefined']} undefined)" if r["undefined"] else ""),
+             r["verdict"] or "n/a"] for r in claims(rows)]
+    return tabulate(body, headers=["paper", "claim", "theirs", "task", "ours (95 % CI)",
+                                   "verdict"], tablefmt=tablefmt)
+
+
+def render_quantities(rows: Rows, tablefmt: str = "github") -> str:
+    body = [[q["experiment"], q["task"], q["quantity"], _ci(q["estimate"]),
+             q["estimate"]["n"] if q["estimate"] else 0,
+             q["estimate"]["n_seeds"] if q["estimate"] else 0, q["undefined"]]
+            for q in quantities(rows)]
+    return tabulate(body, headers=["experiment", "task", "quantity", "mean (95 % CI)", "n",
+                                   "seeds", "undefined"], tablefmt=tablefmt)

@@ -1,0 +1,46 @@
+"""Vashishth, Upadhyay, Tomar & Faruqui (2019), "Attention Interpretability Across NLP
+Tasks": does the model need its attention at all? At inference the learned weights are
+replaced by uniform weights (1/n over the real tokens), by random weights (U(0, 1)
+draws, normalised) or by a permutation of the learned weights, and accuracy is compared
+with the learned weights'; a model trained with frozen uniform attention
+(``--attention uniform``, Wiegreffe & Pinter's baseline) answers the same question at
+training time. Their claim: single-sequence classification barely needs attention
+(it acts as a gate), pair tasks (NLI) and translation do.
+
+No code of theirs was released; the alterations follow the paper's description. Each
+example's random and permuted weights are drawn by a generator seeded by its id.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from faithbench.benchmark.debate import ops
+from faithbench.benchmark.debate.jain_wallace import row_generator
+
+ALTERATIONS = ("learned", "uniform", "random", "permuted")
+
+
+def altered(model, batch, labels: torch.Tensor) -> dict[str, list[float]]:
+    """Per example and alteration: 1 where the prediction is the gold label, and (for
+    the alterations) 1 where the prediction differs from the learned weights'."""
+    group = ops.groups(batch)
+    learned = ops.attention_of(model, batch)
+    read = model.attention_readout(batch)
+    weights = {
+        "learned": learned,
+        "uniform": ops.uniform(group, learned.dtype),
+        "random": ops.random_weights(group, [row_generator(e, "vashishth random")
+                                             for e in batch.example_ids]).to(learned.dtype),
+        "permuted": ops.permuted(learned, group, [row_generator(e, "vashishth permuted")
+                                                  for e in batch.example_ids]),
+    }
+    out: dict[str, list[float]] = {}
+    with torch.no_grad():
+        predicted = {name: read(w.unsqueeze(1)).argmax(dim=-1).cpu() for name, w in weights.items()}
+    gold = labels.cpu()
+    for name in ALTERATIONS:
+        out[f"correct_{name}"] = (predicted[name] == gold).double().tolist()
+        if name != "learned":
+            out[f"changed_{name}"] = (predicted[name] != predicted["learned"]).double().tolist()
+    return out
