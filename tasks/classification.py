@@ -170,6 +170,9 @@ class ClassificationTask:
         if options.train_limit and self.train_split in splits:  # none read for --model-path
             splits[self.train_split] = splits[self.train_split][: options.train_limit]
         placement = Placement.of(options)
+        if options.bilstm is not None and transformer.family(options) != "bilstm":
+            raise InputError(f"--bilstm {options.bilstm} is a variant of the task's BiLSTM; "
+                             "it does not combine with --model transformer or --model-path")
         if transformer.family(options) != "bilstm":  # subword pieces, a pretrained encoder
             fam = transformer.setup(self, options, splits)
             fingerprint = data_fingerprint(fam.splits)
@@ -188,7 +191,7 @@ class ClassificationTask:
         fingerprint = data_fingerprint(splits)
         vocab = Vocabulary.build((e.tokens for e in splits[self.train_split]), self.min_freq)
         mconf = self.config_class(vocab_size=len(vocab), num_classes=len(self.spec.labels),
-                                  **self.model_config)
+                                  **self.model_config, **debate_variant(self.spec, options))
         tconf = self.train_config.with_options(options)
         if options.masked_training:  # half of each batch masked at a U(0, 1) ratio
             tconf = replace(tconf, mask_training=MASKED_SHARE)
@@ -199,7 +202,9 @@ class ClassificationTask:
         if placement.key:
             config["trained_on"] = placement.key
         key = content_hash({"data": self._trained_on(splits), **config})
-        return Setup(self.spec, splits, fingerprint, vocab, lambda: self.model_class(mconf), tconf,
+        spec = self.spec if options.bilstm is None else replace(
+            self.spec, params=(*self.spec.params, ("bilstm", options.bilstm)))
+        return Setup(spec, splits, fingerprint, vocab, lambda: self.model_class(mconf), tconf,
                      config, key, model_path(self.spec.name, key))
 
     def _trained_on(self, splits: dict[str, list[Example]]) -> str:
@@ -321,6 +326,23 @@ class Setup(NamedTuple):
     key: str
     path: Path
     pretrained: bool = False
+
+
+BILSTM_VARIANTS = ("uniform", "orthogonal", "diversity")
+# λ of the Diversity LSTM's conicity term: Mohankumar et al.'s runs (as their replication,
+# Bouwman et al. 2021, reads them) used 0.5 for text classification and 0.1 for SNLI
+DIVERSITY_WEIGHT = {"classification": 0.5, PAIR_CLASSIFICATION: 0.1}
+
+
+def debate_variant(spec: TaskSpec, options: TaskOptions) -> dict:
+    """The model-config fields of ``options.bilstm`` (none for the task's own BiLSTM)."""
+    variant = options.bilstm
+    if variant is None:
+        return {}
+    if variant not in BILSTM_VARIANTS:
+        raise InputError(f"unknown --bilstm {variant!r}; choose {', '.join(BILSTM_VARIANTS)}")
+    weight = DIVERSITY_WEIGHT.get(spec.kind, 0.5) if variant == "diversity" else 0.0
+    return {"bilstm": variant, "diversity_weight": weight}
 
 
 def _segments(path, line: int, row: dict) -> tuple[int, ...]:

@@ -334,6 +334,35 @@ def _ci(matrix):
 # ---- the verb ------------------------------------------------------------------------------------
 
 
+def test_seed_jsd_and_uniform_baseline_by_hand(tmp_path, synthetic_ready):
+    """wp_seeds: JSD between the attention of seed 1's model and seed 0's, written out;
+    wp_uniform: the uniform-trained model's correctness, from its own predictions."""
+    from faithbench.benchmark import debate
+    from faithbench.benchmark.plan import RunConfig
+    from faithbench.benchmark.session import open_session
+    config = RunConfig(limit=12, seeds=(0, 1), out=str(tmp_path), progress=False)
+    path = debate.run(config, ["wp_seeds", "wp_uniform"])
+    rows = {(r["experiment"], r["model"]["seed"]): r
+            for r in map(json.loads, path.read_text().splitlines())}
+    assert ("wp_seeds", 0) not in rows and ("wp_uniform", 1) in rows
+    a, b = open_session("synthetic", config, 0), open_session("synthetic", config, 1)
+    batch, labels, _ = a.batches(a.examples)[0]
+    wa, wb = a.prepared.model.attention(batch), b.prepared.model.attention(batch)
+    for i in range(len(batch)):
+        n = int(batch.mask[i].sum())
+        want = hand_jsd(wb[i, :n].tolist(), wa[i, :n].tolist())
+        assert rows["wp_seeds", 1]["values"]["jsd_to_base_seed"][i] == pytest.approx(want,
+                                                                                    abs=1e-6)
+    from dataclasses import replace
+    uniform = open_session("synthetic", replace(config, bilstm="uniform"), 0)
+    net = uniform.prepared.model
+    assert torch.allclose(net.attention(batch).sum(1), torch.ones(len(batch)))
+    assert float(net.attention(batch)[0, 0]) == pytest.approx(1 / int(batch.mask[0].sum()))
+    predicted = net.logits(batch).argmax(-1)
+    assert rows["wp_uniform", 0]["values"]["correct_uniform_trained"] == (
+        predicted == labels).double().tolist()
+
+
 def test_debate_runs_resumes_and_renders(tmp_path, synthetic_ready, capsys):
     from faithbench.benchmark.cli import main
     args = ["--threads", "1", "debate", "--limit", "24", "--seeds", "0", "--out", str(tmp_path),
@@ -341,15 +370,17 @@ def test_debate_runs_resumes_and_renders(tmp_path, synthetic_ready, capsys):
     assert main(args) == 0
     values = tmp_path / "debate" / "values.jsonl"
     rows = [json.loads(line) for line in values.read_text().splitlines()]
-    assert sorted(r["experiment"] for r in rows) == sorted(
+    assert sorted(r["experiment"] for r in rows) == sorted(  # wp_seeds needs a second seed
         ["jw_correlation", "jw_permutation", "jw_adversarial", "ss_single", "ss_multiple",
-         "vashishth"])
+         "vashishth", "wp_uniform", "mohankumar"])
     assert all(len(r["ids"]) == 24 and all(len(v) == 24 for v in r["values"].values())
                for r in rows)
     out = capsys.readouterr().out
     assert "Jain & Wallace 2019" in out and "verdict" in out
+    assert max(len(line) for line in out.splitlines()  # a terminal's width (the path aside)
+               if not line.startswith("values: ")) <= 120
     assert main(args) == 0  # everything there: nothing computed, nothing appended
-    assert len(values.read_text().splitlines()) == 6
+    assert len(values.read_text().splitlines()) == 8
     assert main(["debate", "--tables-only", "--out", str(tmp_path), "--table", "claims"]) == 0
     assert main(["debate", "--experiments", "jw_permutaton", "--out", str(tmp_path)]) == 2
     assert "did you mean 'jw_permutation'" in capsys.readouterr().err

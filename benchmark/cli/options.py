@@ -78,6 +78,10 @@ def model(p: argparse.ArgumentParser, *, seeds: bool = False) -> None:
                    help="model family of the classification tasks: bilstm (default, the "
                    "task's own) or transformer (all-MiniLM-L6-v2 fine-tuned here); part of "
                    "the task id, so families never share a leaderboard suite")
+    g.add_argument("--bilstm", choices=("uniform", "orthogonal", "diversity"),
+                   help="a BiLSTM of the attention debate: uniform (attention frozen at "
+                   "1/n, Wiegreffe & Pinter 2019), orthogonal or diversity (Mohankumar et "
+                   "al. 2020); part of the task id; default: the task's own BiLSTM")
     g.add_argument("--model-path", help="evaluate a Hugging Face sequence classifier "
                    "directory (AutoModelForSequenceClassification + tokenizer) on the task's "
                    "data instead of training one; its labels must be the task's (default: "
@@ -267,6 +271,7 @@ def config(args) -> RunConfig:
         model=g("model"),
         model_path=g("model_path"),
         model_layers=g("layers"),
+        bilstm=g("bilstm"),
         executor=g("executor", "in-process"),
         workers=g("workers"),
         address=g("address"),

@@ -374,6 +374,9 @@ class TaskOptions:
     model: str | None = None  # model family: None = the task's own (BiLSTM), "transformer"
     model_path: str | None = None  # a Hugging Face classifier directory to evaluate as is
     model_layers: int | None = None  # transformer family: keep the first N encoder layers
+    # a BiLSTM variant of the attention debate: "uniform" (attention frozen at 1/n,
+    # Wiegreffe & Pinter), "orthogonal" or "diversity" (Mohankumar et al. 2020)
+    bilstm: str | None = None
     # where the model trains and runs (``faithbench.benchmark.core.device``): a torch
     # device string, and fp32 or bf16 (the transformer family); the CPU at fp32 changes
     # no key, another device or bf16 trains another model

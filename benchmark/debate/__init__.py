@@ -14,6 +14,11 @@ The experiments and their cards (``docs/results/debate.md``):
   (``jain_wallace``).
 - ``ss_single``, ``ss_multiple``: Serrano & Smith 2019 (``serrano_smith``).
 - ``vashishth``: attention replaced at inference, Vashishth et al. 2019 (``vashishth``).
+- ``wp_uniform``, ``wp_seeds``: Wiegreffe & Pinter 2019's baselines
+  (``wiegreffe_pinter``).
+- ``mohankumar``: conicity, accuracy and the comprehensiveness of attention and saliency
+  on the model of the run, vanilla or ``--bilstm orthogonal`` / ``diversity``
+  (``mohankumar``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.records import append_jsonl, read_jsonl
@@ -32,11 +38,37 @@ VALUES = "values.jsonl"
 @dataclasses.dataclass(frozen=True)
 class Experiment:
     """One experiment: ``compute(model, batch, base_probs, labels, options)`` -> per
-    example quantities {name: [value per row]}; ``paper`` cites it."""
+    example quantities {name: [value per row]}, batch by batch; or, for one that needs
+    other models, ``on_session(context)`` -> the same for the session's examples.
+    ``paper`` cites it; ``skip(context)`` says why it does not apply (None: it does)."""
 
     name: str
     paper: str
-    compute: Callable[..., dict[str, list[float]]]
+    compute: Callable[..., dict[str, list[float]]] | None = None
+    on_session: Callable[[Context], dict[str, list[float]]] | None = None
+    skip: Callable[[Context], str | None] = lambda context: None
+
+
+@dataclasses.dataclass
+class Context:
+    """One model of the run: its session, the config, and the run's first seed."""
+
+    task: str
+    session: Any
+    config: Any
+    seed: int
+    first_seed: int
+
+    def open_variant(self, variant: str | None, seed: int | None = None):
+        """The session of another model (``--bilstm`` variant, seed) on the same examples."""
+        from dataclasses import replace
+
+        from faithbench.benchmark.session import open_session
+
+        other = open_session(self.task, replace(self.config, bilstm=variant),
+                             self.seed if seed is None else seed)
+        same = [e.id for e in other.examples] == [e.id for e in self.session.examples]
+        return other if same else other.on(list(self.session.examples))
 
 
 def _jw_correlation(model, batch, base, labels, options):
@@ -70,7 +102,37 @@ def _vashishth(model, batch, base, labels, options):
     return vashishth.altered(model, batch, labels)
 
 
+def _wp_uniform(context: Context):
+    from faithbench.benchmark.debate import wiegreffe_pinter
+    return wiegreffe_pinter.uniform(context.session, context.open_variant)
+
+
+def _wp_seeds(context: Context):
+    from faithbench.benchmark.debate import wiegreffe_pinter
+    base = context.open_variant(context.config.bilstm, context.first_seed)
+    return wiegreffe_pinter.seeds(context.session, base)
+
+
+def _mohankumar(context: Context):
+    from faithbench.benchmark.debate import mohankumar
+    return mohankumar.faithfulness(context.session)
+
+
+def _needs_the_plain_bilstm(context: Context) -> str | None:
+    if context.config.bilstm is not None:
+        return "the uniform baseline is trained beside the task's own BiLSTM"
+    return None
+
+
+def _needs_another_seed(context: Context) -> str | None:
+    if context.seed == context.first_seed:
+        return "the first seed is the base the others are compared with"
+    return None
+
+
 JW = "Jain & Wallace 2019, Attention is not Explanation (NAACL)"
+WP = "Wiegreffe & Pinter 2019, Attention is not not Explanation (EMNLP)"
+MH = "Mohankumar et al. 2020, Towards Transparent and Explainable Attention Models (ACL)"
 SS = "Serrano & Smith 2019, Is Attention Interpretable? (ACL)"
 VA = "Vashishth, Upadhyay, Tomar & Faruqui 2019, Attention Interpretability Across NLP Tasks"
 EXPERIMENTS = {e.name: e for e in (
@@ -80,6 +142,9 @@ EXPERIMENTS = {e.name: e for e in (
     Experiment("ss_single", SS, _ss_single),
     Experiment("ss_multiple", SS, _ss_multiple),
     Experiment("vashishth", VA, _vashishth),
+    Experiment("wp_uniform", WP, on_session=_wp_uniform, skip=_needs_the_plain_bilstm),
+    Experiment("wp_seeds", WP, on_session=_wp_seeds, skip=_needs_another_seed),
+    Experiment("mohankumar", MH, on_session=_mohankumar),
 )}
 
 
@@ -111,6 +176,24 @@ def done_keys(path: Path) -> set[tuple]:
         else set()
 
 
+def _batchwise(experiment: Experiment, session, options: Options
+               ) -> tuple[dict[str, list[float]], list[str]]:
+    """``experiment.compute`` over the session's batches, concatenated."""
+    assert experiment.compute is not None
+    base = session.base_probs
+    values: dict[str, list[float]] = {}
+    ids: list[str] = []
+    at = 0
+    for batch, labels, _ in session.batches(session.examples):
+        part = base[at: at + len(batch)]
+        at += len(batch)
+        for key, vals in experiment.compute(session.prepared.model, batch, part, labels,
+                                            options).items():
+            values.setdefault(key, []).extend(vals)
+        ids.extend(batch.example_ids)
+    return values, ids
+
+
 def run(config, experiments: list[str], options: Options = Options()) -> Path:
     """Every experiment on every model of ``config`` (tasks x seeds), appended to
     ``<out>/debate/values.jsonl``; rows already there are not computed again."""
@@ -137,21 +220,18 @@ def run(config, experiments: list[str], options: Options = Options()) -> Path:
                 raise InputError(f"debate: {session.spec.id}'s model has no attention the "
                                  "experiments can replace (the BiLSTM models do; "
                                  "--model transformer does not)")
-            base = session.base_probs
-            batches = session.batches(session.examples)
+            context = Context(task, session, config, seed, config.seeds[0])
             for name in todo:
+                experiment = EXPERIMENTS[name]
+                if experiment.skip(context):
+                    continue
                 start = time.perf_counter()
-                values: dict[str, list[float]] = {}
-                ids: list[str] = []
                 model_eval(net)
-                at = 0
-                for batch, labels, _ in batches:
-                    part = base[at: at + len(batch)]
-                    at += len(batch)
-                    for key, vals in EXPERIMENTS[name].compute(net, batch, part, labels,
-                                                               options).items():
-                        values.setdefault(key, []).extend(vals)
-                    ids.extend(batch.example_ids)
+                if experiment.on_session is not None:
+                    values = experiment.on_session(context)
+                    ids = [e.id for e in session.examples]
+                else:
+                    values, ids = _batchwise(experiment, session, options)
                 append_jsonl(path, {"experiment": name, "model": model, "ids": ids,
                                     "values": values, "options": dataclasses.asdict(options),
                                     "seconds": round(time.perf_counter() - start, 3)})

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -103,6 +104,7 @@ class Claim:
     """A claim read as: the mean of ``quantity`` (or of ``quantity`` minus ``minus``,
     paired by example) lies ``side`` of ``threshold`` on tasks of ``kinds``."""
 
+    key: str  # a short label the terminal table uses (J&W-1, ...)
     paper: str
     claim: str
     theirs: str
@@ -112,41 +114,59 @@ class Claim:
     threshold: float
     minus: str | None = None
     tasks: tuple[str, ...] = ()  # task names the claim is about (empty: every task)
+    variant: str | None = None  # only the models of this ``--bilstm`` variant
 
 
 CLAIMS = (
-    Claim("Jain & Wallace 2019", "attention correlates weakly with gradient importance "
+    Claim("JW-1", "Jain & Wallace 2019", "attention correlates weakly with gradient importance "
           "(mean Kendall τ below 0.5)", "τ 0.34–0.36 SST, 0.31 SNLI (BiLSTM)",
           "jw_correlation", "tau_gradient", "below", 0.5),
-    Claim("Jain & Wallace 2019", "attention correlates weakly with leave-one-out "
+    Claim("JW-2", "Jain & Wallace 2019", "attention correlates weakly with leave-one-out "
           "importance (mean τ below 0.5)", "τ 0.27–0.32 SST, 0.29 SNLI",
           "jw_correlation", "tau_loo", "below", 0.5),
-    Claim("Jain & Wallace 2019", "attention agrees with gradients less than gradients "
+    Claim("JW-3", "Jain & Wallace 2019", "attention agrees with gradients less than gradients "
           "agree with leave-one-out (τ difference below 0)", "not tabulated",
           "jw_correlation", "tau_gradient", "below", 0.0, minus="tau_gradient_loo"),
-    Claim("Jain & Wallace 2019", "permuting attention barely changes the output (median "
+    Claim("JW-4", "Jain & Wallace 2019", "permuting attention barely changes the output (median "
           "TVD below 0.05)", "most examples near 0 (plots only)",
           "jw_permutation", "median_tvd", "below", 0.05),
-    Claim("Jain & Wallace 2019", "a very different attention gives the same output (JSD "
+    Claim("JW-5", "Jain & Wallace 2019", "a very different attention gives the same output (JSD "
           "within TVD 0.05 above ln 2 / 2 ≈ 0.35 nats)", "JSD > 0.4 often (plots only)",
           "jw_adversarial", "jsd", "above", math.log(2) / 2),
-    Claim("Serrano & Smith 2019", "zeroing the highest attention weight rarely flips the "
+    Claim("SS-1", "Serrano & Smith 2019", "zeroing the highest attention weight rarely flips the "
           "decision (flip rate below 0.1)", "rarely, also for HAN (text)",
           "ss_single", "flip_max", "below", 0.1),
-    Claim("Serrano & Smith 2019", "zeroing the highest weight moves the output more than "
+    Claim("SS-2", "Serrano & Smith 2019", "zeroing the highest weight moves the output more than "
           "a random one (ΔJS above 0)", "ΔJS mostly > 0, small",
           "ss_single", "delta_js", "above", 0.0),
-    Claim("Serrano & Smith 2019", "gradient orders flip the decision sooner than attention "
+    Claim("SS-3", "Serrano & Smith 2019", "gradient orders flip the decision sooner than attention "
           "(fraction zeroed: attention minus gradient above 0)", "gradient sooner (text)",
           "ss_multiple", "fraction_attention", "above", 0.0, minus="fraction_gradient"),
-    Claim("Vashishth et al. 2019", "single-sequence classification hardly needs attention "
+    Claim("VA-1", "Vashishth et al. 2019", "single-sequence classification hardly needs attention "
           "(accuracy lost to uniform weights below 0.02)", "small drop on SST, IMDB, Yelp",
           "vashishth", "correct_learned", "below", 0.02, minus="correct_uniform",
           tasks=("sentiment", "synthetic")),
-    Claim("Vashishth et al. 2019", "NLI needs its attention (accuracy lost to uniform "
+    Claim("VA-2", "Vashishth et al. 2019", "NLI needs its attention (accuracy lost to uniform "
           "weights above 0.02)", "large drop on SNLI, MultiNLI",
           "vashishth", "correct_learned", "above", 0.02, minus="correct_uniform",
           tasks=("nli",)),
+    Claim("WP-1", "Wiegreffe & Pinter 2019", "a model trained with frozen uniform attention is about "
+          "as accurate (accuracy lost below 0.02)", "small drop on SST; larger on IMDB",
+          "wp_uniform", "correct_learned", "below", 0.02, minus="correct_uniform_trained"),
+    Claim("WP-2", "Wiegreffe & Pinter 2019", "attention varies little between models of other seeds "
+          "(JSD below ln 2 / 2, the 'very different' of the adversarial claim)",
+          "small for most examples (plots only)",
+          "wp_seeds", "jsd_to_base_seed", "below", math.log(2) / 2),
+    Claim("MH-1", "Mohankumar et al. 2020", "the Diversity LSTM's states are diverse (conicity "
+          "below 0.35)", "conicity 0.20 diversity, 0.68 vanilla (SST)",
+          "mohankumar", "conicity", "below", 0.35, variant="diversity"),
+    Claim("MH-2", "Mohankumar et al. 2020", "the Orthogonal LSTM's states are diverse (conicity "
+          "below 0.35)", "conicity 0.28 orthogonal (SST)",
+          "mohankumar", "conicity", "below", 0.35, variant="orthogonal"),
+    Claim("MH-3", "Mohankumar et al. 2020", "attention is about as comprehensive as integrated "
+          "gradients (difference above −0.02); theirs: on the diverse LSTMs, not the vanilla",
+          "more faithful attention on diversity (flips, gradient agreement)",
+          "mohankumar", "comp_attention", "above", -0.02, minus="comp_integrated_gradients"),
 )
 
 
@@ -160,6 +180,8 @@ def claims(rows: Rows, chosen: Sequence[Claim] = CLAIMS) -> list[dict]:
     for c in chosen:
         for task in rows.tasks(c.experiment):
             if c.tasks and _task_name(task) not in c.tasks:
+                continue
+            if c.variant is not None and f"bilstm={c.variant}" not in task:
                 continue
             m, undefined = rows.matrix(c.experiment, task, c.quantity)
             if c.minus is not None:
@@ -192,18 +214,37 @@ def _ci(e: dict | None) -> str:
     return f"{e['mean']:.3f} [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"
 
 
-def render_claims(rows: Rows, tablefmt: str = "github") -> str:
-    body = [[r["claim"].paper, r["claim"].claim, r["claim"].theirs, r["task"],
-             _ci(r["estimate"]) + (f" ({r['undefined']} undefined)" if r["undefined"] else ""),
-             r["verdict"] or "n/a"] for r in claims(rows)]
-    return tabulate(body, headers=["paper", "claim", "theirs", "task", "ours (95 % CI)",
-                                   "verdict"], tablefmt=tablefmt)
+def render_claims(rows: Rows, tablefmt: str = "github", wide: bool = False) -> str:
+    """The claims table; ``wide`` (the docs page) puts paper, claim and their number in
+    every row, else (a terminal) rows name the claim by its key and a legend follows."""
+    found = claims(rows)
+    body = []
+    for r in found:
+        c = r["claim"]
+        ours = _ci(r["estimate"]) + (f" ({r['undefined']} undefined)" if r["undefined"] else "")
+        head = [c.paper, c.claim, c.theirs] if wide else [c.key]
+        body.append([*head, r["task"], ours, r["verdict"] or "n/a"])
+    headers = ["paper", "claim", "theirs"] if wide else ["claim"]
+    table = tabulate(body, headers=[*headers, "task", "ours (95 % CI)", "verdict"],
+                     tablefmt=tablefmt)
+    if wide:
+        return table
+    legend = [textwrap.fill(f"{c.key}  {c.paper}: {c.claim}; theirs: {c.theirs}", width=100,
+                            subsequent_indent="      ")
+              for c in dict.fromkeys(r["claim"] for r in found)]
+    return table + ("\n\n" + "\n".join(legend) if legend else "")
 
 
 def render_quantities(rows: Rows, tablefmt: str = "github") -> str:
-    body = [[q["experiment"], q["task"], q["quantity"], _ci(q["estimate"]),
-             q["estimate"]["n"] if q["estimate"] else 0,
-             q["estimate"]["n_seeds"] if q["estimate"] else 0, q["undefined"]]
-            for q in quantities(rows)]
-    return tabulate(body, headers=["experiment", "task", "quantity", "mean (95 % CI)", "n",
-                                   "seeds", "undefined"], tablefmt=tablefmt)
+    """One table per task (its id above it): every quantity with its interval."""
+    every = quantities(rows)
+    parts = []
+    for task in dict.fromkeys(q["task"] for q in every):
+        body = [[q["experiment"], q["quantity"], _ci(q["estimate"]),
+                 q["estimate"]["n"] if q["estimate"] else 0,
+                 q["estimate"]["n_seeds"] if q["estimate"] else 0, q["undefined"]]
+                for q in every if q["task"] == task]
+        parts.append(f"{task}\n\n" + tabulate(
+            body, headers=["experiment", "quantity", "mean (95 % CI)", "n", "seeds",
+                           "undefined"], tablefmt=tablefmt))
+    return "\n\n".join(parts)

@@ -1,5 +1,7 @@
 """Encoder pieces shared by the task models."""
 
+from typing import Any
+
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
@@ -35,19 +37,98 @@ class BiLSTMEncoder(nn.Module):
         return lrp.bilstm(self.rnn, embeds, nonempty(mask), eps)
 
 
-class AdditiveAttention(nn.Module):
-    """Bahdanau-style attention: score_t = v·tanh(W h_t [+ U q]); softmax over real tokens."""
+class OrthogonalBiLSTMEncoder(nn.Module):
+    """Mohankumar et al. (2020)'s Orthogonal LSTM, in both directions: at each step the
+    new hidden state loses its component along m, the sum of the direction's earlier
+    (already orthogonalised) hidden states, h_t <- h_t - (h_t . m) / (m . m + 1e-6) m,
+    and that state is both the output and what the next step reads; the cell state is
+    left alone. Padded steps change nothing and output zero. Unrolled step by step (a
+    Python loop over positions), so slower than ``BiLSTMEncoder``."""
 
-    def __init__(self, state_dim: int, attn_dim: int, query_dim: int = 0):
+    def __init__(self, input_dim: int, hidden: int):
+        super().__init__()
+        self.forward_cell = nn.LSTMCell(input_dim, hidden)
+        self.backward_cell = nn.LSTMCell(input_dim, hidden)
+        self.hidden = hidden
+        self.output_dim = 2 * hidden
+
+    def _direction(self, cell: nn.LSTMCell, embeds: torch.Tensor, mask: torch.Tensor,
+                   steps) -> torch.Tensor:
+        b = embeds.shape[0]
+        h = embeds.new_zeros(b, self.hidden)
+        c = embeds.new_zeros(b, self.hidden)
+        total = embeds.new_zeros(b, self.hidden)
+        out = embeds.new_zeros(b, embeds.shape[1], self.hidden)
+        for t in steps:
+            real = mask[:, t].unsqueeze(1)
+            h_new, c_new = cell(embeds[:, t], (h, c))
+            along = (h_new * total).sum(1, keepdim=True) / ((total * total).sum(1, keepdim=True)
+                                                            + 1e-6)
+            h_new = h_new - along * total
+            h = torch.where(real, h_new, h)
+            c = torch.where(real, c_new, c)
+            total = total + h_new * real
+            out[:, t] = h_new * real
+        return out
+
+    def forward(self, embeds: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        mask = nonempty(mask)
+        t = embeds.shape[1]
+        ahead = self._direction(self.forward_cell, embeds, mask, range(t))
+        back = self._direction(self.backward_cell, embeds, mask, range(t - 1, -1, -1))
+        return torch.cat([ahead, back], dim=-1)
+
+    def lrp_forward(self, embeds: torch.Tensor, mask: torch.Tensor, eps: float) -> torch.Tensor:
+        raise ValueError("LRP is not defined for the Orthogonal LSTM (its projection has no "
+                         "LRP rule here); explain this model with another explainer")
+
+
+def variant_dict(config: dict) -> dict:
+    """A model config as its cache key hashes it: the debate's variant fields left out at
+    their defaults, so the models trained before they existed keep their keys."""
+    for name, default in (("bilstm", None), ("diversity_weight", 0.0)):
+        if config.get(name) == default:
+            config.pop(name, None)
+    return config
+
+
+def encoder_for(variant: str | None, input_dim: int, hidden: int
+                ) -> BiLSTMEncoder | OrthogonalBiLSTMEncoder:
+    """The encoder of a BiLSTM variant (``TaskOptions.bilstm``)."""
+    if variant == "orthogonal":
+        return OrthogonalBiLSTMEncoder(input_dim, hidden)
+    return BiLSTMEncoder(input_dim, hidden)
+
+
+def conicity(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(B,) Mohankumar et al.'s conicity: the mean over real positions of
+    |cos(h_t, mean of the row's real h)| (1: all states along one direction)."""
+    m = mask.unsqueeze(-1).to(states.dtype)
+    mean = (states * m).sum(1) / m.sum(1).clamp(min=1)
+    cos = nn.functional.cosine_similarity(states, mean.unsqueeze(1).expand_as(states), dim=-1,
+                                          eps=1e-8)
+    return (cos.abs() * mask).sum(1) / mask.sum(1).clamp(min=1)
+
+
+class AdditiveAttention(nn.Module):
+    """Bahdanau-style attention: score_t = v·tanh(W h_t [+ U q]); softmax over real tokens.
+    ``uniform``: the weights are frozen at 1/n over the real tokens (Wiegreffe & Pinter's
+    baseline; the scoring layers are then never used)."""
+
+    def __init__(self, state_dim: int, attn_dim: int, query_dim: int = 0, uniform: bool = False):
         super().__init__()
         self.key = nn.Linear(state_dim, attn_dim)
         self.query = nn.Linear(query_dim, attn_dim, bias=False) if query_dim else None
         self.v = nn.Linear(attn_dim, 1, bias=False)
+        self.uniform = uniform
 
     def forward(self, states: torch.Tensor, mask: torch.Tensor, query: torch.Tensor | None = None,
                 weights: torch.Tensor | None = None):
         """Returns weights (B, T) and the context (B, state_dim); given ``weights``
         (``logits_from_attention``) take the place of the computed ones."""
+        if weights is None and self.uniform:
+            real = nonempty(mask).to(states.dtype)
+            weights = real / real.sum(dim=1, keepdim=True)
         if weights is None:
             hidden = self.key(states)
             if self.query is not None and query is not None:
@@ -155,8 +236,7 @@ class AttentionModelSurface(AttentionParts, nn.Module):
     ``embedding`` table, so every task model exposes it the same way."""
 
     embedding: nn.Embedding
-    capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LRP, ATTENTION_VECTORS,
-                              ATTENTION_GRADIENT})
+    config: Any
 
     def _forward(self, embeds: torch.Tensor, batch) -> tuple[torch.Tensor, torch.Tensor]:
         raise NotImplementedError
@@ -168,6 +248,33 @@ class AttentionModelSurface(AttentionParts, nn.Module):
 
     def embed(self, batch) -> torch.Tensor:
         return self.embedding(batch.ids)
+
+    def training_loss(self, batch, labels: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy, plus λ · the batch's mean conicity of the encoder's states for
+        the Diversity LSTM (Mohankumar et al. 2020; λ = ``config.diversity_weight``)."""
+        weight = getattr(self.config, "diversity_weight", 0.0)
+        if not weight:
+            return nn.functional.cross_entropy(self.logits(batch), labels)
+        encoded = self._encode(self.embed(batch), batch)
+        logits = self._read(encoded, batch)[0]
+        return nn.functional.cross_entropy(logits, labels) + weight * self._conicity(
+            encoded, batch).mean()
+
+    def _conicity(self, encoded, batch) -> torch.Tensor:
+        """(B,) the conicity of the states ``_encode`` returned."""
+        raise NotImplementedError
+
+    def conicity(self, batch) -> torch.Tensor:
+        """(B,) the conicity of the encoder's states on ``batch`` (eval: no dropout)."""
+        with torch.no_grad():
+            return self._conicity(self._encode(self.embed(batch), batch), batch)
+
+    @property
+    def capabilities(self) -> frozenset:
+        """The model surface's; no LRP for the Orthogonal LSTM (no rule for its step)."""
+        every = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LRP, ATTENTION_VECTORS,
+                           ATTENTION_GRADIENT})
+        return every - {LRP} if getattr(self.config, "bilstm", None) == "orthogonal" else every
 
     def logits_from_embeddings(self, embeds: torch.Tensor, batch) -> torch.Tensor:
         return self._forward(embeds, batch)[0]

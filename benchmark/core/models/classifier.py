@@ -11,7 +11,9 @@ from faithbench.benchmark.core.api import Batch
 from faithbench.benchmark.core.models.blocks import (
     AdditiveAttention,
     AttentionModelSurface,
-    BiLSTMEncoder,
+    conicity,
+    encoder_for,
+    variant_dict,
 )
 
 
@@ -25,9 +27,11 @@ class ClassifierConfig:
     dropout: float = 0.3
     pad_id: int = 0
     unk_id: int = 1
+    bilstm: str | None = None  # a variant of the debate: uniform, orthogonal or diversity
+    diversity_weight: float = 0.0  # λ of the conicity term (the Diversity LSTM)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return variant_dict(asdict(self))
 
 
 class AttentionClassifier(AttentionModelSurface):
@@ -38,8 +42,9 @@ class AttentionClassifier(AttentionModelSurface):
         self.mask_id = config.unk_id
         self.baseline_id = config.pad_id  # zero embedding, the usual IG reference
         self.embedding = nn.Embedding(config.vocab_size, config.embed_dim, padding_idx=config.pad_id)
-        self.encoder = BiLSTMEncoder(config.embed_dim, config.hidden)
-        self.attn = AdditiveAttention(self.encoder.output_dim, config.attn_dim)
+        self.encoder = encoder_for(config.bilstm, config.embed_dim, config.hidden)
+        self.attn = AdditiveAttention(self.encoder.output_dim, config.attn_dim,
+                                      uniform=config.bilstm == "uniform")
         self.dropout = nn.Dropout(config.dropout)
         self.out = nn.Linear(self.encoder.output_dim, config.num_classes)
 
@@ -50,6 +55,9 @@ class AttentionClassifier(AttentionModelSurface):
     def _encode(self, embeds: torch.Tensor, batch: Batch) -> torch.Tensor:
         """(B, T, 2H) the states attention weighs (``AttentionParts.attention_readout``)."""
         return self.encoder(self.dropout(embeds), batch.mask)
+
+    def _conicity(self, encoded: torch.Tensor, batch: Batch) -> torch.Tensor:
+        return conicity(encoded, batch.mask)
 
     def _read(self, states: torch.Tensor, batch: Batch, weights: torch.Tensor | None = None):
         """Logits, attention weights and f(h_t) = W_out h_t: the output layer is the

@@ -21,8 +21,10 @@ from faithbench.benchmark.core.api import Batch
 from faithbench.benchmark.core.models.blocks import (
     AdditiveAttention,
     AttentionModelSurface,
-    BiLSTMEncoder,
+    conicity,
+    encoder_for,
     nonempty,
+    variant_dict,
 )
 
 
@@ -38,9 +40,11 @@ class PairConfig:
     shared_encoder: bool = False  # one BiLSTM for both sentences (fewer parameters)
     pad_id: int = 0
     unk_id: int = 1
+    bilstm: str | None = None  # a variant of the debate: uniform, orthogonal or diversity
+    diversity_weight: float = 0.0  # λ of the conicity term (the Diversity LSTM)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return variant_dict(asdict(self))
 
 
 def split_segment(embeds: torch.Tensor, batch: Batch, segment: int):
@@ -78,12 +82,15 @@ class PairAttentionClassifier(AttentionModelSurface):
         self.mask_id = config.unk_id
         self.baseline_id = config.pad_id
         self.embedding = nn.Embedding(config.vocab_size, config.embed_dim, padding_idx=config.pad_id)
-        self.premise_encoder = BiLSTMEncoder(config.embed_dim, config.hidden)
-        self.hypothesis_encoder = (self.premise_encoder if config.shared_encoder
-                                   else BiLSTMEncoder(config.embed_dim, config.hidden))
+        self.premise_encoder = encoder_for(config.bilstm, config.embed_dim, config.hidden)
+        self.hypothesis_encoder = (
+            self.premise_encoder if config.shared_encoder
+            else encoder_for(config.bilstm, config.embed_dim, config.hidden))
         d = self.premise_encoder.output_dim
-        self.premise_attn = AdditiveAttention(d, config.attn_dim, query_dim=d)
-        self.hypothesis_attn = AdditiveAttention(d, config.attn_dim, query_dim=d)
+        uniform = config.bilstm == "uniform"
+        self.premise_attn = AdditiveAttention(d, config.attn_dim, query_dim=d, uniform=uniform)
+        self.hypothesis_attn = AdditiveAttention(d, config.attn_dim, query_dim=d,
+                                                 uniform=uniform)
         self.dropout = nn.Dropout(config.dropout)
         self.mlp = nn.Sequential(nn.Linear(4 * d, config.mlp_dim), nn.Tanh(),
                                  nn.Dropout(config.dropout), nn.Linear(config.mlp_dim, config.num_classes))
@@ -102,6 +109,11 @@ class PairAttentionClassifier(AttentionModelSurface):
         h_emb, h_mask, h_pos = split_segment(embeds, batch, 1)
         return (self.premise_encoder(p_emb, p_mask), p_mask, p_pos,
                 self.hypothesis_encoder(h_emb, h_mask), h_mask, h_pos)
+
+    def _conicity(self, encoded: tuple, batch: Batch) -> torch.Tensor:
+        """(B,) the mean of the two sentences' conicities."""
+        p_states, p_mask, _, h_states, h_mask, _ = encoded
+        return (conicity(p_states, p_mask) + conicity(h_states, h_mask)) / 2
 
     def _read(self, encoded: tuple, batch: Batch, weights: torch.Tensor | None = None):
         """Logits, each side's attention weights at its positions (each side's summing to

@@ -150,6 +150,11 @@ class Objective:
 
 
 def _classification_loss(model, batch, labels):
+    """Cross-entropy, or the model's own ``training_loss`` where it has one (the
+    Diversity LSTM adds its conicity term there)."""
+    own = getattr(model, "training_loss", None)
+    if own is not None:
+        return own(batch, labels), len(labels)
     return nn.functional.cross_entropy(model.logits(batch), labels), len(labels)
 
 
