@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs" / "results").glob("*.md")),
          *sorted((ROOT / "docs" / "guides").glob("*.md")))
 PREFIXES = ("`faithbench leaderboard ", "`faithbench compare ", "`faithbench meta-eval ",
-            "`python benchmarks/workers_budget.py ")
+            "`faithbench debate ", "`python benchmarks/workers_budget.py ")
 
 
 def command_of(line: str) -> list[str] | None:
@@ -49,6 +49,8 @@ def inputs_of(argv: list[str]) -> list[str]:
     """The folders (under the runs root) the command reads."""
     if argv[0] != "faithbench":  # the budget script: its arguments are result folders
         return argv[2:]
+    if argv[1] == "debate":  # --tables-only --out DIR
+        return [argv[argv.index("--out") + 1]]
     if argv[1] == "meta-eval":  # --tables-only --out DIR, or --metric-agreement RUN...
         if "--metric-agreement" in argv:
             rest = argv[argv.index("--metric-agreement") + 1:]

@@ -207,10 +207,10 @@ class AlignmentTask:
         if options.masked_training or options.transform is not None:
             raise InputError(f"{self.spec.name}: masked training and ROAR apply to the "
                              "classification tasks only")
-        if options.model not in (None, "bilstm") or options.model_path:
-            raise InputError(f"{self.spec.name}: the model families (--model, --model-path) "
-                             "apply to the classification tasks; alignment has its own "
-                             "encoder-decoder")
+        if options.model not in (None, "bilstm") or options.model_path or options.bilstm:
+            raise InputError(f"{self.spec.name}: the model families (--model, --model-path, "
+                             "--bilstm) apply to the classification tasks; alignment has its "
+                             "own encoder-decoder")
         plan = self._plan(options)
         seed_everything(options.seed)  # before the build: the seed decides the initial weights
         model = place(AttentionSeq2Seq(plan.mconf), Placement.of(options))

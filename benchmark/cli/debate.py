@@ -32,6 +32,9 @@ def add_arguments(p) -> None:
                    help="compute nothing: print the tables of <out>/debate/values.jsonl")
     p.add_argument("--table", choices=("claims", "quantities"),
                    help="print this table alone, without its caption (default: both)")
+    p.add_argument("--wide", action="store_true",
+                   help="claims: paper, claim and their number in every row (the docs' "
+                   "form), not the claim's key and a legend below")
     options.data(p)
     options.model(p, seeds=True)
     options.examples(p)
@@ -60,11 +63,11 @@ def main(args) -> int:
                          f"--out {config.out}` first")
     rows = tables.Rows.read(path)
     if args.table:
-        print(tables.render_claims(rows) if args.table == "claims"
+        print(tables.render_claims(rows, wide=args.wide) if args.table == "claims"
               else tables.render_quantities(rows))
         return 0
     print("claims of the papers, ours beside theirs (95 % CI over examples and model seeds)\n")
-    print(tables.render_claims(rows))
+    print(tables.render_claims(rows, wide=args.wide))
     print("\nevery quantity\n")
     print(tables.render_quantities(rows))
     print(f"\nvalues: {path}")
