@@ -365,8 +365,11 @@ def test_seed_jsd_and_uniform_baseline_by_hand(tmp_path, synthetic_ready):
 
 def test_debate_runs_resumes_and_renders(tmp_path, synthetic_ready, capsys):
     from faithbench.benchmark.cli import main
+    cheap = ["jw_correlation", "jw_permutation", "jw_adversarial", "ss_single", "ss_multiple",
+             "vashishth", "wp_uniform", "wp_seeds", "mohankumar"]  # those that train less
     args = ["--threads", "1", "debate", "--limit", "24", "--seeds", "0", "--out", str(tmp_path),
-            "--no-progress", "--permutations", "5", "--adversary-steps", "5"]
+            "--no-progress", "--permutations", "5", "--adversary-steps", "5",
+            "--experiments", *cheap]
     assert main(args) == 0
     values = tmp_path / "debate" / "values.jsonl"
     rows = [json.loads(line) for line in values.read_text().splitlines()]
@@ -385,3 +388,50 @@ def test_debate_runs_resumes_and_renders(tmp_path, synthetic_ready, capsys):
     assert main(["debate", "--experiments", "jw_permutaton", "--out", str(tmp_path)]) == 2
     assert "did you mean 'jw_permutation'" in capsys.readouterr().err
 
+
+
+# ---- Wiegreffe & Pinter's diagnostic MLP and adversarial model -----------------------------
+
+
+def test_the_diagnostic_mlp_pools_with_the_frozen_base_attention(synthetic_ready):
+    from faithbench.benchmark.core.models.training import TrainConfig
+    from faithbench.benchmark.debate import diagnostic
+    base = synthetic_ready.model
+    before = {k: v.clone() for k, v in base.state_dict().items()}
+    quick = TrainConfig(epochs=1, patience=1, lr=1e-3, batch_size=32)
+    small = type(synthetic_ready)(**{**synthetic_ready.__dict__, "splits": {
+        **synthetic_ready.splits, "train": synthetic_ready.splits["train"][:200]}})
+    mlp = diagnostic.fit(small, "base", 0, config=quick)
+    assert all(torch.equal(v, base.state_dict()[k]) for k, v in before.items())  # frozen
+    batch, _, _ = next(synthetic_ready.batches(synthetic_ready.splits["test"][:8], 8))
+    hidden = torch.tanh(mlp.token(mlp.embedding(batch.ids)))
+    assert torch.allclose(mlp.weights(batch, hidden), base.attention(batch), atol=1e-6)
+    # no context: a token's pooled contribution does not depend on its neighbours
+    other = batch.replace(ids=torch.where(torch.arange(batch.ids.shape[1]) == 0, batch.ids,
+                                          batch.ids.flip(0)))
+    h2 = torch.tanh(mlp.token(mlp.embedding(other.ids)))
+    assert torch.equal(hidden[:, 0], h2[:, 0])
+    uniform = diagnostic.fit(small, "uniform", 0, config=quick)
+    w = uniform.weights(batch, hidden)
+    n = batch.mask.sum(1, keepdim=True)
+    assert torch.allclose(w, batch.mask / n)
+
+
+def test_the_adversary_loss_is_tvd_minus_lambda_jsd_by_hand(synthetic_ready):
+    from faithbench.benchmark.debate import adversary
+    base = synthetic_ready.model
+    torch.manual_seed(3)
+    model = type(base)(base.config)
+    model.eval()
+    batch, labels, _ = next(synthetic_ready.batches(synthetic_ready.splits["test"][:6], 6))
+    loss, n = adversary.objective(base, 0.7).loss(model, batch, labels)
+    tvds, jsds = [], []
+    for i in range(len(batch)):
+        m = int(batch.mask[i].sum())
+        p = torch.softmax(model.logits(batch)[i].double(), -1).tolist()
+        q = torch.softmax(base.logits(batch)[i].double(), -1).tolist()
+        tvds.append(hand_tvd(p, q))
+        jsds.append(hand_jsd(model.attention(batch)[i, :m].tolist(),
+                             base.attention(batch)[i, :m].tolist()))
+    assert n == 6
+    assert float(loss.detach()) == pytest.approx(np.mean(tvds) - 0.7 * np.mean(jsds), abs=1e-5)

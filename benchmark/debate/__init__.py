@@ -14,8 +14,9 @@ The experiments and their cards (``docs/results/debate.md``):
   (``jain_wallace``).
 - ``ss_single``, ``ss_multiple``: Serrano & Smith 2019 (``serrano_smith``).
 - ``vashishth``: attention replaced at inference, Vashishth et al. 2019 (``vashishth``).
-- ``wp_uniform``, ``wp_seeds``: Wiegreffe & Pinter 2019's baselines
-  (``wiegreffe_pinter``).
+- ``wp_uniform``, ``wp_seeds``, ``wp_diagnostic``: Wiegreffe & Pinter 2019's baselines
+  (``wiegreffe_pinter``) and their diagnostic MLP (``diagnostic``); ``wp_adversary``
+  their adversarially trained model (``adversary``).
 - ``mohankumar``: conicity, accuracy and the comprehensiveness of attention and saliency
   on the model of the run, vanilla or ``--bilstm orthogonal`` / ``diversity``
   (``mohankumar``).
@@ -113,6 +114,28 @@ def _wp_seeds(context: Context):
     return wiegreffe_pinter.seeds(context.session, base)
 
 
+def _wp_diagnostic(context: Context):
+    from faithbench.benchmark.debate import diagnostic
+    prepared = context.session.prepared
+    return {f"correct_{source}": diagnostic.correct(
+        diagnostic.fit(prepared, source, context.seed), context.session)
+        for source in diagnostic.SOURCES}
+
+
+def _wp_adversary(context: Context):
+    from faithbench.benchmark.debate import adversary
+    train_config = context.session.prepared.config.get("train", {})
+    from faithbench.benchmark.core.models.training import TrainConfig
+    known = {k: v for k, v in train_config.items() if k in TrainConfig.__dataclass_fields__}
+    return adversary.frontier(context.session, TrainConfig(**known), context.seed)
+
+
+def _first_seed_only(context: Context) -> str | None:
+    if context.seed != context.first_seed:
+        return "one adversary per trade-off, on the first seed's model (each trains a model)"
+    return None
+
+
 def _mohankumar(context: Context):
     from faithbench.benchmark.debate import mohankumar
     return mohankumar.faithfulness(context.session)
@@ -144,6 +167,8 @@ EXPERIMENTS = {e.name: e for e in (
     Experiment("vashishth", VA, _vashishth),
     Experiment("wp_uniform", WP, on_session=_wp_uniform, skip=_needs_the_plain_bilstm),
     Experiment("wp_seeds", WP, on_session=_wp_seeds, skip=_needs_another_seed),
+    Experiment("wp_diagnostic", WP, on_session=_wp_diagnostic),
+    Experiment("wp_adversary", WP, on_session=_wp_adversary, skip=_first_seed_only),
     Experiment("mohankumar", MH, on_session=_mohankumar),
 )}
 

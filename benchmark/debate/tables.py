@@ -157,6 +157,14 @@ CLAIMS = (
           "(JSD below ln 2 / 2, the 'very different' of the adversarial claim)",
           "small for most examples (plots only)",
           "wp_seeds", "jsd_to_base_seed", "below", math.log(2) / 2),
+    Claim("WP-3", "Wiegreffe & Pinter 2019", "the base model's frozen attention guides a "
+          "context-free MLP better than uniform weights (accuracy gained above 0)",
+          "frozen LSTM attention best on every dataset (their Table 3)",
+          "wp_diagnostic", "correct_base", "above", 0.0, minus="correct_uniform"),
+    Claim("WP-4", "Wiegreffe & Pinter 2019", "a whole model trained to attend differently "
+          "(λ = 1) reaches less JSD than 'very different' (below ln 2 / 2)",
+          "adversaries' JSD well below the per-example ones, at a TVD cost",
+          "wp_adversary", "jsd_lambda_1", "below", math.log(2) / 2),
     Claim("MH-1", "Mohankumar et al. 2020", "the Diversity LSTM's states are diverse (conicity "
           "below 0.35)", "conicity 0.20 diversity, 0.68 vanilla (SST)",
           "mohankumar", "conicity", "below", 0.35, variant="diversity"),
