@@ -435,3 +435,30 @@ def test_the_adversary_loss_is_tvd_minus_lambda_jsd_by_hand(synthetic_ready):
                              base.attention(batch)[i, :m].tolist()))
     assert n == 6
     assert float(loss.detach()) == pytest.approx(np.mean(tvds) - 0.7 * np.mean(jsds), abs=1e-5)
+
+
+def test_on_a_sentence_pair_each_sentence_keeps_its_own_distribution():
+    """The NLI model attends within each sentence: the adversary's weights sum to one per
+    sentence, the readout on fixed states is the model's output, and erasure runs."""
+    from faithbench.benchmark.core.models.pair_classifier import PairAttentionClassifier, PairConfig
+    torch.manual_seed(0)
+    model = PairAttentionClassifier(PairConfig(vocab_size=30, num_classes=3, embed_dim=8,
+                                               hidden=6, attn_dim=5, mlp_dim=5, dropout=0.0))
+    model.eval()
+    ids = torch.tensor([[3, 4, 5, 6, 7, 0], [8, 9, 10, 11, 12, 13]])
+    mask = ids != 0
+    segments = torch.tensor([[0, 0, 0, 1, 1, 0], [0, 0, 1, 1, 1, 1]])
+    batch = Batch(ids, mask, ("a", "b"), segments=segments)
+    with torch.no_grad():
+        base = torch.softmax(model.logits(batch).double(), -1)
+        weights, _ = model.attention_leaf(batch)
+        assert torch.allclose(model.attention_readout(batch)(weights), model.logits(batch),
+                              atol=1e-6)
+    out = jain_wallace.adversarial(model, batch, base, steps=20)
+    for b in range(2):
+        for g in (0, 1):
+            inside = (segments[b] == g) & mask[b]
+            assert float(out.weights[b][inside].sum()) == pytest.approx(1.0, abs=1e-6)
+    assert max(out.tvd) <= jain_wallace.EPSILON + jain_wallace.FLOAT_NOISE
+    got = serrano_smith.multiple(model, batch, base)
+    assert set(got) == {f"fraction_{o}" for o in serrano_smith.ORDERS}

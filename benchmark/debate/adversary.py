@@ -31,7 +31,6 @@ from faithbench.benchmark.core.models.training import (
     train,
 )
 from faithbench.benchmark.debate import ops
-from faithbench.benchmark.debate.jain_wallace import row_distribution
 
 LAMBDAS = (0.3, 1.0, 3.0)
 
@@ -39,7 +38,7 @@ LAMBDAS = (0.3, 1.0, 3.0)
 def _targets(base, batch):
     with torch.no_grad():
         p = torch.softmax(base.logits(batch).double(), dim=-1)
-        a = row_distribution(ops.attention_of(base, batch).double(), ops.groups(batch))
+        a = ops.row_distribution(ops.attention_of(base, batch).double(), ops.groups(batch))
     return p, a
 
 
@@ -49,7 +48,7 @@ def _terms(model, base, batch):
     encoded = model._encode(model.embed(batch), batch)
     logits, weights, _ = model._read(encoded, batch)
     p = torch.softmax(logits.double(), dim=-1)
-    a = row_distribution(weights.double(), ops.groups(batch))
+    a = ops.row_distribution(weights.double(), ops.groups(batch))
     return ops.tvd(p, p_base), ops.jsd(a, a_base)
 
 

@@ -151,17 +151,17 @@ def adversarial(model, batch, base: torch.Tensor, *, adversaries: int = ADVERSAR
     start = (-torch.log(sizes.cpu())).unsqueeze(1) + INIT_NOISE * noise
     logits = start.to(weights.device).requires_grad_(True)
     opt = torch.optim.Adam([logits], lr=LR, amsgrad=True)
-    own = row_distribution(weights.double(), group)  # (B, T)
+    own = ops.row_distribution(weights.double(), group)  # (B, T)
     target = base.double().to(weights.device)
     for p in model.parameters():
         p.requires_grad_(False)
     try:
         for _ in range(steps):
             opt.zero_grad()
-            alpha = masked_softmax(logits.reshape(b * adversaries, t), wide_group)
+            alpha = ops.masked_softmax(logits.reshape(b * adversaries, t), wide_group)
             probs = torch.softmax(read(alpha.float().unsqueeze(1)).double(), dim=-1)
             change = ops.tvd(probs, target.index_select(0, rows.to(target.device)))
-            dist = row_distribution(alpha, wide_group).reshape(b, adversaries, t)
+            dist = ops.row_distribution(alpha, wide_group).reshape(b, adversaries, t)
             away = ops.jsd(dist, own.unsqueeze(1)).sum()
             apart = ops.jsd(dist.unsqueeze(1), dist.unsqueeze(2)).sum() / adversaries ** 2
             hinge = HINGE_WEIGHT * torch.relu(change - HINGE_MARGIN).sum()
@@ -171,10 +171,10 @@ def adversarial(model, batch, base: torch.Tensor, *, adversaries: int = ADVERSAR
         for p in model.parameters():
             p.requires_grad_(True)
     with torch.no_grad():
-        alpha = masked_softmax(logits.reshape(b * adversaries, t), wide_group)
+        alpha = ops.masked_softmax(logits.reshape(b * adversaries, t), wide_group)
         probs = torch.softmax(read(alpha.float().unsqueeze(1)).double(), dim=-1)
         change = ops.tvd(probs, target.index_select(0, rows.to(target.device))).reshape(b, -1)
-        dist = row_distribution(alpha, wide_group).reshape(b, adversaries, t)
+        dist = ops.row_distribution(alpha, wide_group).reshape(b, adversaries, t)
         reach = ops.jsd(dist, own.unsqueeze(1))  # (B, K)
         reach = torch.where(change <= epsilon, reach, torch.full_like(reach, -1.0))
         best, which = reach.max(dim=1)
@@ -185,28 +185,8 @@ def adversarial(model, batch, base: torch.Tensor, *, adversaries: int = ADVERSAR
         probs = torch.softmax(model.attention_readout(batch)(kept.float().unsqueeze(1)).double(),
                               dim=-1)
         tvd_out = ops.tvd(probs, target)  # measured again on what is returned
-        jsd_out = ops.jsd(row_distribution(kept, group), own)
+        jsd_out = ops.jsd(ops.row_distribution(kept, group), own)
     if bool((tvd_out > epsilon + FLOAT_NOISE).any()):
         raise AssertionError("an adversarial distribution outside the TVD budget was kept")
     return AdversarialOutcome(jsd_out.cpu().tolist(), tvd_out.cpu().tolist(),
                               ops.max_weight(weights, group).cpu().tolist(), kept.cpu())
-
-
-def masked_softmax(logits: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
-    """(B, T) a softmax of ``logits`` within each group of real positions."""
-    out = torch.zeros_like(logits)
-    for g in group.unique().tolist():
-        if g < 0:
-            continue
-        inside = group == g
-        part = torch.softmax(logits.masked_fill(~inside, float("-inf")), dim=-1)
-        out = out + torch.nan_to_num(part) * inside
-    return out
-
-
-def row_distribution(weights: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
-    """(B, T) one distribution over the row: each group's weights (summing to one)
-    divided by the number of groups of the row."""
-    present = torch.stack([(group == g).any(dim=1) for g in range(int(group.max()) + 1)],
-                          dim=1).sum(dim=1, keepdim=True).clamp(min=1)
-    return weights * (group >= 0) / present

@@ -28,16 +28,37 @@ def groups(batch) -> torch.Tensor:
     return torch.where(batch.mask, base, torch.full_like(base, -1))
 
 
+def each_group(group: torch.Tensor):
+    """(B, T) bool masks, one per group present in the batch (padding is none)."""
+    for g in group.unique().tolist():
+        if g >= 0:
+            yield group == g
+
+
 def group_sums(weights: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
     """(B, T) the sum of ``weights`` over each position's group (0 at padding)."""
     out = torch.zeros_like(weights)
-    for g in group.unique().tolist():
-        if g < 0:
-            continue
-        inside = group == g
+    for inside in each_group(group):
         total = (weights * inside).sum(dim=1, keepdim=True)
         out = torch.where(inside, total.expand_as(weights), out)
     return out
+
+
+def masked_softmax(logits: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
+    """(B, T) a softmax of ``logits`` within each group of real positions."""
+    out = torch.zeros_like(logits)
+    for inside in each_group(group):
+        part = torch.softmax(logits.masked_fill(~inside, float("-inf")), dim=-1)
+        out = out + torch.nan_to_num(part) * inside
+    return out
+
+
+def row_distribution(weights: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
+    """(B, T) one distribution over the row: each group's weights (summing to one)
+    divided by the number of groups of the row (what ``model.attention`` reports)."""
+    present = sum(inside.any(dim=1, keepdim=True).to(weights.dtype)
+                  for inside in each_group(group))
+    return weights * (group >= 0) / torch.as_tensor(present).clamp(min=1)
 
 
 def renormalise(weights: torch.Tensor, group: torch.Tensor) -> torch.Tensor:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import torch
 
 from faithbench.benchmark.debate import ops
-from faithbench.benchmark.debate.jain_wallace import row_distribution
 
 
 def _correct(session) -> list[float]:
@@ -45,7 +44,7 @@ def attention_rows(session) -> dict[str, list[float]]:
     with torch.no_grad():
         for batch, _, _ in session.batches(session.examples):
             weights = ops.attention_of(net, batch)
-            rows = row_distribution(weights.double(), ops.groups(batch))
+            rows = ops.row_distribution(weights.double(), ops.groups(batch))
             for b, example in enumerate(batch.example_ids):
                 out[example] = rows[b][batch.mask[b]].tolist()
     return out
