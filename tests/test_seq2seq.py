@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 import torch
 
@@ -129,3 +130,72 @@ def test_explained_logits_are_the_teacher_forced_ones_at_the_last_prefix_step(re
         got = model.logits(short)
     want = full[torch.arange(16), cut - 1]
     assert torch.allclose(got, want, atol=1e-5)
+
+
+def test_altered_attention_at_every_step_breaks_the_reverser(reverser):
+    """Reversing a sentence needs attention: the reverser's next-word accuracy under
+    teacher forcing is near 1 with its own attention and falls to a guess when the
+    debate's uniform weights replace it at every step (Vashishth et al.'s alteration);
+    outside the context the model's own attention is back."""
+    from faithbench.benchmark.debate import ops
+    model, rows, *_ = reverser
+    batch, labels = teacher_forced(rows[:50])
+
+    def accuracy():
+        with torch.no_grad():
+            predicted = model.teacher_forced_logits(batch).argmax(-1)
+        real = labels != -100
+        return float((predicted[real] == labels[real]).double().mean())
+
+    learned = accuracy()
+
+    def uniform(w, b, step):
+        return ops.uniform(ops.groups(b), w.dtype)
+
+    with model.altered_attention(uniform):
+        flat = accuracy()
+        step = batch.replace(prefix=batch.prefix[:, :2], prefix_mask=batch.prefix_mask[:, :2])
+        weights = model.attention(step)
+        n = batch.mask.sum(1, keepdim=True)
+        assert torch.allclose(weights, batch.mask / n)
+    assert learned > 0.95 and flat < 0.5, (learned, flat)
+    assert accuracy() == learned and model.alter is None
+
+
+def test_translation_bleu_under_each_alteration(reverser):
+    """``vashishth.translation`` on the reverser (greedy decoding written here): the
+    learned attention translates (BLEU near 100), uniform weights do not."""
+    import sacrebleu
+
+    from faithbench.benchmark.core.vocab import collate
+    from faithbench.benchmark.debate import vashishth
+    model, rows, *_ = reverser
+
+    class Pair:
+        def __init__(self, i, row):
+            self.id, self.src, self.tgt = str(i), [str(t) for t in row], [str(t) for t in row[::-1]]
+
+    class Prepared:
+        def __init__(self):
+            self.model = model
+
+        def translate(self, sources):
+            out = []
+            with torch.no_grad():
+                for src in sources:
+                    batch = collate([[int(t) for t in src]], ["s"])
+                    words = torch.tensor([[BOS]])
+                    for _ in range(len(src)):
+                        step = batch.replace(prefix=words, prefix_mask=torch.ones_like(words).bool())
+                        words = torch.cat([words, model.logits(step).argmax(-1, keepdim=True)], 1)
+                    out.append([str(t) for t in words[0, 1:].tolist()])
+            return out
+
+    pairs = [Pair(i, r) for i, r in enumerate(rows[:30])]
+    got = vashishth.translation(Prepared(), pairs)
+    assert set(got) == {"bleu_learned", "bleu_uniform", "bleu_random", "bleu_permuted"}
+    hyps = Prepared().translate([p.src for p in pairs])
+    assert got["bleu_learned"] == pytest.approx(
+        [sacrebleu.sentence_bleu(" ".join(h), [" ".join(p.tgt)], tokenize="none").score
+         for h, p in zip(hyps, pairs)])
+    assert np.mean(got["bleu_learned"]) > 80 > np.mean(got["bleu_uniform"]) + 30

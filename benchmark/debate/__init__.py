@@ -13,7 +13,8 @@ The experiments and their cards (``docs/results/debate.md``):
 - ``jw_correlation``, ``jw_permutation``, ``jw_adversarial``: Jain & Wallace 2019
   (``jain_wallace``).
 - ``ss_single``, ``ss_multiple``: Serrano & Smith 2019 (``serrano_smith``).
-- ``vashishth``: attention replaced at inference, Vashishth et al. 2019 (``vashishth``).
+- ``vashishth``, ``vashishth_mt``: attention replaced at inference, Vashishth et al.
+  2019 (``vashishth``); on a translation model, at every decoding step, scored by BLEU.
 - ``wp_uniform``, ``wp_seeds``, ``wp_diagnostic``: Wiegreffe & Pinter 2019's baselines
   (``wiegreffe_pinter``) and their diagnostic MLP (``diagnostic``); ``wp_adversary``
   their adversarially trained model (``adversary``).
@@ -46,7 +47,7 @@ class Experiment:
     name: str
     paper: str
     compute: Callable[..., dict[str, list[float]]] | None = None
-    on_session: Callable[[Context], dict[str, list[float]]] | None = None
+    on_session: Callable[[Context], Any] | None = None
     skip: Callable[[Context], str | None] = lambda context: None
 
 
@@ -103,6 +104,20 @@ def _vashishth(model, batch, base, labels, options):
     return vashishth.altered(model, batch, labels)
 
 
+def _vashishth_mt(context: Context):
+    from faithbench.benchmark.debate import vashishth
+    prepared = context.session.prepared
+    wanted = {e.id.rsplit("-", 1)[0] for e in context.session.examples}
+    pairs = [p for p in prepared.gold[context.session.split] if p.id in wanted]
+    return vashishth.translation(prepared, pairs), [p.id for p in pairs]
+
+
+def _needs_translation(context: Context) -> str | None:
+    if not hasattr(context.session.prepared, "translate"):
+        return "BLEU needs a translation model (the alignment tasks)"
+    return None
+
+
 def _wp_uniform(context: Context):
     from faithbench.benchmark.debate import wiegreffe_pinter
     return wiegreffe_pinter.uniform(context.session, context.open_variant)
@@ -133,7 +148,7 @@ def _wp_adversary(context: Context):
 def _first_seed_only(context: Context) -> str | None:
     if context.seed != context.first_seed:
         return "one adversary per trade-off, on the first seed's model (each trains a model)"
-    return None
+    return _classifiers_only(context)
 
 
 def _mohankumar(context: Context):
@@ -141,10 +156,16 @@ def _mohankumar(context: Context):
     return mohankumar.faithfulness(context.session)
 
 
+def _classifiers_only(context: Context) -> str | None:
+    if hasattr(context.session.prepared, "translate"):
+        return "it trains or measures a classifier's BiLSTM"
+    return None
+
+
 def _needs_the_plain_bilstm(context: Context) -> str | None:
     if context.config.bilstm is not None:
         return "the uniform baseline is trained beside the task's own BiLSTM"
-    return None
+    return _classifiers_only(context)
 
 
 def _needs_another_seed(context: Context) -> str | None:
@@ -165,11 +186,12 @@ EXPERIMENTS = {e.name: e for e in (
     Experiment("ss_single", SS, _ss_single),
     Experiment("ss_multiple", SS, _ss_multiple),
     Experiment("vashishth", VA, _vashishth),
+    Experiment("vashishth_mt", VA, on_session=_vashishth_mt, skip=_needs_translation),
     Experiment("wp_uniform", WP, on_session=_wp_uniform, skip=_needs_the_plain_bilstm),
     Experiment("wp_seeds", WP, on_session=_wp_seeds, skip=_needs_another_seed),
-    Experiment("wp_diagnostic", WP, on_session=_wp_diagnostic),
+    Experiment("wp_diagnostic", WP, on_session=_wp_diagnostic, skip=_classifiers_only),
     Experiment("wp_adversary", WP, on_session=_wp_adversary, skip=_first_seed_only),
-    Experiment("mohankumar", MH, on_session=_mohankumar),
+    Experiment("mohankumar", MH, on_session=_mohankumar, skip=_classifiers_only),
 )}
 
 
@@ -253,8 +275,9 @@ def run(config, experiments: list[str], options: Options = Options()) -> Path:
                 start = time.perf_counter()
                 model_eval(net)
                 if experiment.on_session is not None:
-                    values = experiment.on_session(context)
-                    ids = [e.id for e in session.examples]
+                    found = experiment.on_session(context)  # values, or (values, ids)
+                    values, ids = (found if isinstance(found, tuple)
+                                   else (found, [e.id for e in session.examples]))
                 else:
                     values, ids = _batchwise(experiment, session, options)
                 append_jsonl(path, {"experiment": name, "model": model, "ids": ids,

@@ -150,6 +150,11 @@ CLAIMS = (
           "weights above 0.02)", "large drop on SNLI, MultiNLI",
           "vashishth", "correct_learned", "above", 0.02, minus="correct_uniform",
           tasks=("nli",)),
+    Claim("VA-3", "Vashishth et al. 2019", "translation needs its attention (sentence BLEU lost "
+          "to uniform weights at every step above 5 points)",
+          "BLEU falls sharply (Multi30k, News Commentary)",
+          "vashishth_mt", "bleu_learned", "above", 5.0, minus="bleu_uniform",
+          tasks=("alignment", "alignment_reverse")),
     Claim("WP-1", "Wiegreffe & Pinter 2019", "a model trained with frozen uniform attention is about "
           "as accurate (accuracy lost below 0.02)", "small drop on SST; larger on IMDB",
           "wp_uniform", "correct_learned", "below", 0.02, minus="correct_uniform_trained"),

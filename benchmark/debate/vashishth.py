@@ -44,3 +44,39 @@ def altered(model, batch, labels: torch.Tensor) -> dict[str, list[float]]:
         if name != "learned":
             out[f"changed_{name}"] = (predicted[name] != predicted["learned"]).double().tolist()
     return out
+
+
+def _alterations() -> dict:
+    """(weights (B, S), batch, step) -> weights, for each alteration of the decoder's
+    attention at every step; random and permuted draws are seeded by the source
+    sentence and the step, so a sentence's translation does not depend on its batch."""
+
+    def gens(batch, step: int, salt: str):
+        return [row_generator(f"{row.tolist()}|{step}", salt) for row in batch.ids.cpu()]
+
+    return {
+        "learned": None,
+        "uniform": lambda w, batch, step: ops.uniform(ops.groups(batch), w.dtype),
+        "random": lambda w, batch, step: ops.random_weights(
+            ops.groups(batch), gens(batch, step, "vashishth mt random")).to(w.dtype),
+        "permuted": lambda w, batch, step: ops.permuted(
+            w, ops.groups(batch), gens(batch, step, "vashishth mt permuted")),
+    }
+
+
+def translation(prepared, pairs) -> dict[str, list[float]]:
+    """Per sentence pair and alteration: the sentence BLEU (sacrebleu, tokens as given)
+    of the greedy translation with the decoder's attention altered at every step."""
+    import sacrebleu
+
+    refs = [" ".join(p.tgt) for p in pairs]
+    out: dict[str, list[float]] = {}
+    for name, alter in _alterations().items():
+        if alter is None:
+            hyps = prepared.translate([p.src for p in pairs])
+        else:
+            with prepared.model.altered_attention(alter):
+                hyps = prepared.translate([p.src for p in pairs])
+        out[f"bleu_{name}"] = [sacrebleu.sentence_bleu(" ".join(h), [r], tokenize="none").score
+                               for h, r in zip(hyps, refs)]
+    return out

@@ -16,6 +16,7 @@ context, updates its state, attends over the encoder states with that state as
 the query, and reads out the next-word scores from state and context.
 """
 
+import contextlib
 from dataclasses import asdict, dataclass
 
 import torch
@@ -99,6 +100,19 @@ class AttentionSeq2Seq(AttentionParts, nn.Module):
         self.readout = nn.Linear(h + enc, h)
         self.out = nn.Linear(h, config.tgt_vocab_size)
         self.dropout = nn.Dropout(config.dropout)
+        # (weights (B, S), batch, step) -> weights: replaces the attention at every decoding
+        # step while set (``altered_attention``); None: the model's own
+        self.alter = None
+
+    @contextlib.contextmanager
+    def altered_attention(self, alter):
+        """Decode with ``alter(weights, batch, step)`` in place of the attention at every
+        step (Vashishth et al.'s uniform, random and permuted attention in translation)."""
+        self.alter = alter
+        try:
+            yield self
+        finally:
+            self.alter = None
 
     def _decode(self, embeds: torch.Tensor, batch: Batch, weights: torch.Tensor | None = None):
         """Readout states (B, U, H) before the output layer, for the word after each
@@ -117,6 +131,9 @@ class AttentionSeq2Seq(AttentionParts, nn.Module):
         for k in range(words.shape[1]):  # over prefix steps, not over examples
             s = self.cell(torch.cat([words[:, k], context], dim=-1), s)
             w, context = self.attn(states, batch.mask, query=s)
+            if self.alter is not None:  # the debate's altered attention, at every step
+                w = self.alter(w, batch, k)
+                context = torch.bmm(w.unsqueeze(1), states).squeeze(1)
             if given is not None:
                 w = torch.where((explained == k).unsqueeze(1), given, w)
                 context = torch.bmm(w.unsqueeze(1), states).squeeze(1)
