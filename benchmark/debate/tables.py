@@ -177,7 +177,7 @@ CLAIMS = (
           "below 0.35)", "conicity 0.28 orthogonal (SST)",
           "mohankumar", "conicity", "below", 0.35, variant="orthogonal"),
     Claim("MH-3", "Mohankumar et al. 2020", "attention is about as comprehensive as integrated "
-          "gradients (difference above −0.02); theirs: on the diverse LSTMs, not the vanilla",
+          "gradients (difference above −0.02), on the diverse LSTMs and not the vanilla one",
           "more faithful attention on diversity (flips, gradient agreement)",
           "mohankumar", "comp_attention", "above", -0.02, minus="comp_integrated_gradients"),
 )
