@@ -385,6 +385,9 @@ def test_debate_runs_resumes_and_renders(tmp_path, synthetic_ready, capsys):
     assert main(args) == 0  # everything there: nothing computed, nothing appended
     assert len(values.read_text().splitlines()) == 8
     assert main(["debate", "--tables-only", "--out", str(tmp_path), "--table", "claims"]) == 0
+    assert main(["debate", "--tables-only", "--out", str(tmp_path), "--table", "costs"]) == 0
+    costs = capsys.readouterr().out
+    assert "jw_adversarial" in costs and "ms per example" in costs
     assert main(["debate", "--experiments", "jw_permutaton", "--out", str(tmp_path)]) == 2
     assert "did you mean 'jw_permutation'" in capsys.readouterr().err
 

@@ -30,7 +30,7 @@ def add_arguments(p) -> None:
                    help="jw_adversarial: optimisation steps (default 500, the paper's)")
     p.add_argument("--tables-only", action="store_true",
                    help="compute nothing: print the tables of <out>/debate/values.jsonl")
-    p.add_argument("--table", choices=("claims", "quantities"),
+    p.add_argument("--table", choices=("claims", "quantities", "costs"),
                    help="print this table alone, without its caption (default: both)")
     p.add_argument("--wide", action="store_true",
                    help="claims: paper, claim and their number in every row (the docs' "
@@ -63,8 +63,10 @@ def main(args) -> int:
                          f"--out {config.out}` first")
     rows = tables.Rows.read(path)
     if args.table:
-        print(tables.render_claims(rows, wide=args.wide) if args.table == "claims"
-              else tables.render_quantities(rows))
+        render = {"claims": lambda: tables.render_claims(rows, wide=args.wide),
+                  "quantities": lambda: tables.render_quantities(rows),
+                  "costs": lambda: tables.render_costs(rows)}
+        print(render[args.table]())
         return 0
     print("claims of the papers, ours beside theirs (95 % CI over examples and model seeds)\n")
     print(tables.render_claims(rows, wide=args.wide))

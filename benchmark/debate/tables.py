@@ -248,6 +248,21 @@ def render_claims(rows: Rows, tablefmt: str = "github", wide: bool = False) -> s
     return table + ("\n\n" + "\n".join(legend) if legend else "")
 
 
+def render_costs(rows: Rows, tablefmt: str = "github") -> str:
+    """What each experiment cost: seconds per model (the mean over seeds), examples,
+    and seconds per example, one row per (task, experiment)."""
+    body = []
+    for task in sorted({t for _, t, _ in rows.rows}):
+        for experiment in sorted({e for e, t, _ in rows.rows if t == task}):
+            found = [r for (e, t, _), r in rows.rows.items() if e == experiment and t == task]
+            seconds = float(np.mean([r["seconds"] for r in found]))
+            n = len(found[0]["ids"])
+            body.append([task, experiment, len(found), n, f"{seconds:.1f}",
+                         f"{seconds / max(n, 1) * 1000:.1f}"])
+    return tabulate(body, headers=["task", "experiment", "seeds", "examples", "s per model",
+                                   "ms per example"], tablefmt=tablefmt)
+
+
 def render_quantities(rows: Rows, tablefmt: str = "github") -> str:
     """One table per task (its id above it): every quantity with its interval."""
     every = quantities(rows)
