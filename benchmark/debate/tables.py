@@ -18,6 +18,7 @@ state their claims in words, and each card says what number we read them as.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import textwrap
 from collections.abc import Sequence
@@ -246,6 +247,34 @@ def render_claims(rows: Rows, tablefmt: str = "github", wide: bool = False) -> s
                             subsequent_indent="      ")
               for c in dict.fromkeys(r["claim"] for r in found)]
     return table + ("\n\n" + "\n".join(legend) if legend else "")
+
+
+BINS = (0.0, 0.25, 0.5, 0.75, 1.0 + 1e-9)  # Jain & Wallace's four bins of max attention
+BINNED = (("jw_permutation", "median_tvd"), ("jw_adversarial", "jsd"))
+
+
+def render_bins(rows: Rows, tablefmt: str = "github") -> str:
+    """Jain & Wallace's figures as numbers: per task, the permutation's median output TVD
+    and the adversary's JSD by the example's largest attention weight, in four bins;
+    every (seed, example) pooled, the median and the share of examples in each bin
+    (descriptive, as their plots are: no interval)."""
+    body = []
+    for experiment, quantity in BINNED:
+        for task in rows.tasks(experiment):
+            values, peaks = [], []
+            for (e, t, _), r in rows.rows.items():
+                if e == experiment and t == task:
+                    values += r["values"][quantity]
+                    peaks += r["values"]["max_attention"]
+            v, m = np.array(values, dtype=float), np.array(peaks, dtype=float)
+            cells = []
+            for low, high in itertools.pairwise(BINS):
+                inside = (m >= low) & (m < high) & np.isfinite(v)
+                cells.append("–" if not inside.any() else
+                             f"{np.median(v[inside]):.3f} ({inside.mean():.0%})")
+            body.append([task, f"{experiment} {quantity}", *cells])
+    return tabulate(body, headers=["task", "median of", "max att. < 0.25", "0.25–0.5",
+                                   "0.5–0.75", "≥ 0.75"], tablefmt=tablefmt)
 
 
 def render_costs(rows: Rows, tablefmt: str = "github") -> str:
