@@ -471,6 +471,6 @@ def test_the_bins_by_max_attention_by_hand():
     rows = tables.Rows({("jw_permutation", "t@1", 0): {
         "ids": ["a", "b", "c", "d"],
         "values": {"median_tvd": [0.1, 0.3, 0.2, 0.9], "max_attention": [0.1, 0.2, 0.6, 1.0]}}})
-    line = [r for r in tables.render_bins(rows).splitlines() if "t@1" in r][0]
+    line = next(r for r in tables.render_bins(rows).splitlines() if "t@1" in r)
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[2:] == ["0.200 (50%)", "–", "0.200 (25%)", "0.900 (25%)"]
