@@ -98,7 +98,7 @@ def test_conicity_by_hand_and_the_diversity_loss():
         hand.append(np.mean([abs(h @ mean) / (np.linalg.norm(h) * np.linalg.norm(mean))
                              for h in real]))
     got = float(model.training_loss(b, labels).detach())
-    assert got == pytest.approx(float(plain) + 0.5 * float(np.mean(hand)), abs=1e-5)
+    assert got == pytest.approx(float(plain.detach()) + 0.5 * float(np.mean(hand)), abs=1e-5)
     assert float(model.conicity(b).mean()) == pytest.approx(float(np.mean(hand)), abs=1e-5)
 
 
