@@ -474,3 +474,10 @@ def test_the_bins_by_max_attention_by_hand():
     line = next(r for r in tables.render_bins(rows).splitlines() if "t@1" in r)
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[2:] == ["0.200 (50%)", "–", "0.200 (25%)", "0.900 (25%)"]
+
+
+def test_the_adversary_leaves_the_models_gradient_flags_as_they_were(pooled):
+    model, batch, base = pooled
+    model.s.requires_grad_(False)  # a frozen parameter stays frozen, a trainable one trainable
+    jain_wallace.adversarial(model, batch, base, steps=2)
+    assert (model.s.requires_grad, model.w.requires_grad) == (False, True)

@@ -55,3 +55,20 @@ def test_a_notebook_folder_with_its_own_metrics_module_runs_the_api(tmp_path, sy
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "computed 1" in done.stdout
+
+
+def test_every_package_folder_ships_in_the_wheel():
+    """Each folder with an __init__.py under the mapped source folders is listed in
+    pyproject.toml's packages: a folder left out works in an editable install and is
+    missing from the wheel (faithbench.benchmark.debate was, once)."""
+    import tomllib
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    conf = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(conf["packages"])
+    found = set()
+    for name, folder in conf["package-dir"].items():
+        for init in (root / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(root / folder).parts
+            found.add(".".join((name, *rel)))
+    assert found - listed == set(), found - listed

@@ -153,7 +153,8 @@ def adversarial(model, batch, base: torch.Tensor, *, adversaries: int = ADVERSAR
     opt = torch.optim.Adam([logits], lr=LR, amsgrad=True)
     own = ops.row_distribution(weights.double(), group)  # (B, T)
     target = base.double().to(weights.device)
-    for p in model.parameters():
+    wanted = [p.requires_grad for p in model.parameters()]
+    for p in model.parameters():  # only the adversaries' logits learn
         p.requires_grad_(False)
     try:
         for _ in range(steps):
@@ -168,8 +169,8 @@ def adversarial(model, batch, base: torch.Tensor, *, adversaries: int = ADVERSAR
             (hinge - away - apart).backward()
             opt.step()
     finally:
-        for p in model.parameters():
-            p.requires_grad_(True)
+        for p, flag in zip(model.parameters(), wanted, strict=True):
+            p.requires_grad_(flag)
     with torch.no_grad():
         alpha = ops.masked_softmax(logits.reshape(b * adversaries, t), wide_group)
         probs = torch.softmax(read(alpha.float().unsqueeze(1)).double(), dim=-1)
