@@ -372,7 +372,12 @@ def test_debate_runs_resumes_and_renders(tmp_path, synthetic_ready, capsys):
             "--experiments", *cheap]
     assert main(args) == 0
     values = tmp_path / "debate" / "values.jsonl"
-    rows = [json.loads(line) for line in values.read_text().splitlines()]
+
+    def strict(constant):  # NaN / Infinity: not JSON; strict parsers (orjson) refuse it
+        raise AssertionError(f"values.jsonl holds {constant}")
+
+    rows = [json.loads(line, parse_constant=strict) for line in values.read_text().splitlines()]
+    assert any(v is None for r in rows for vals in r["values"].values() for v in vals)
     assert sorted(r["experiment"] for r in rows) == sorted(  # wp_seeds needs a second seed
         ["jw_correlation", "jw_permutation", "jw_adversarial", "ss_single", "ss_multiple",
          "vashishth", "wp_uniform", "mohankumar"])

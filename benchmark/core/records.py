@@ -432,7 +432,9 @@ def read_jsonl(path: Path) -> list[dict]:
         return []
     text = read_utf8(path)
     complete = text[: text.rfind("\n") + 1]
-    with jsonlines.Reader(io.StringIO(complete)) as reader:
+    # the standard parser, named: jsonlines defaults to orjson where it is installed,
+    # which refuses the NaN that older files hold, so a file read here and not on CI
+    with jsonlines.Reader(io.StringIO(complete), loads=json.loads) as reader:
         try:
             return list(reader.iter(type=dict, skip_empty=True))
         except jsonlines.InvalidLineError as exc:

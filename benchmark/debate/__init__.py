@@ -26,6 +26,7 @@ The experiments and their cards (``docs/results/debate.md``):
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -218,6 +219,12 @@ def row_key(experiment: str, model: dict) -> tuple:
     return (experiment, model["task"], model["seed"], model["checkpoint"], model["selection"])
 
 
+def strict_json(values: dict[str, list[float]]) -> dict[str, list[float | None]]:
+    """Undefined values (NaN) as ``null``: the file stays standard JSON, which strict
+    parsers (orjson, browsers, jq) read; ``tables.Rows`` turns them back into NaN."""
+    return {k: [None if math.isnan(v) else v for v in vals] for k, vals in values.items()}
+
+
 def done_keys(path: Path) -> set[tuple]:
     return {row_key(r["experiment"], r["model"]) for r in read_jsonl(path)} if path.exists() \
         else set()
@@ -281,6 +288,7 @@ def run(config, experiments: list[str], options: Options = Options()) -> Path:
                 else:
                     values, ids = _batchwise(experiment, session, options)
                 append_jsonl(path, {"experiment": name, "model": model, "ids": ids,
-                                    "values": values, "options": dataclasses.asdict(options),
+                                    "values": strict_json(values),
+                                    "options": dataclasses.asdict(options),
                                     "seconds": round(time.perf_counter() - start, 3)})
     return path

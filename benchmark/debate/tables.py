@@ -58,7 +58,7 @@ class Rows:
             r = self.rows[(experiment, task, s)]
             per_seed.append(dict(zip(r["ids"], r["values"][quantity], strict=True)))
         shared = [i for i in per_seed[0] if all(i in p for p in per_seed)] if per_seed else []
-        m = np.array([[p[i] for i in shared] for p in per_seed], dtype=float)
+        m = np.array([[p[i] for i in shared] for p in per_seed], dtype=float)  # null: NaN
         if m.size == 0:
             return m.reshape(len(per_seed), 0), 0
         finite = np.isfinite(m).all(axis=0)
