@@ -103,7 +103,7 @@ def suite_slug(task: str, suite: str) -> str:
 def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = None,
                command: str | None = None, examples: int = 20,
                roar: list | None = None, agreement: list | None = None,
-               meta_eval=None) -> list[Path]:
+               meta_eval=None, debate=None) -> list[Path]:
     """Write the site of ``entries`` into ``out``; the pages written (index first).
     ``examples``: how many test examples each suite page's explorer shows."""
     costs = explain_costs(entries)
@@ -113,7 +113,7 @@ def build_site(entries: list[Entry], out: Path, *, sources: list[str] | None = N
                               sources=sources, command=command, curves=curves(entries),
                               explained={e.entry_id: explanations(e) for e in entries},
                               examples=examples, roar=roar_summary(roar) if roar else None,
-                              agreement=agreement, meta_eval=meta_eval,
+                              agreement=agreement, meta_eval=meta_eval, debate=debate,
                               verdicts=adjacent_verdicts(rows, {e.entry_id: e for e in entries}))
 
 
@@ -164,7 +164,8 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
                        verdicts: dict[tuple, str] | None = None,
                        curves: list[Curve] | None = None,
                        agreement: list | None = None,
-                       commands: list[str] | None = None, meta_eval=None) -> list[Path]:
+                       commands: list[str] | None = None, meta_eval=None,
+                       debate=None) -> list[Path]:
     """The site of ranked rows (``rank``'s, or a release's), with each entry's
     ``release.describe`` and its cost per example ((entry, task) -> ``ExplainCost``),
     and the erasure metrics' curves; ``published``: the release's version, named on
@@ -194,9 +195,13 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
     if meta_eval is not None:
         write_page(out / "meta-eval.html", meta_eval_page(meta_eval))
         written.append(out / "meta-eval.html")
+    if debate is not None:
+        write_page(out / "debate.html", debate_page(debate))
+        written.append(out / "debate.html")
     write_page(written[0], index_page(suites, sources or [], command, published, bool(roar),
                                       bool(agreement), commands or [],
-                                      meta_eval=meta_eval is not None))
+                                      meta_eval=meta_eval is not None,
+                                      debate=debate is not None))
     return written
 
 
@@ -219,6 +224,24 @@ def meta_eval_page(values) -> str:
         parts.append(f"<h2>{esc(meta_eval.CAPTIONS[name])}</h2>"
                      + tabulate(rows, headers, tablefmt="html", disable_numparse=True))
     return page("Meta-evaluation", "\n".join(parts))
+
+
+def debate_page(rows) -> str:
+    """The attention debate (``faithbench debate``'s values): one row per claim of the
+    papers with their number and ours, then Jain & Wallace's bins and the costs."""
+    from faithbench.benchmark.debate import tables
+
+    parts = ["<p><a href=\"index.html\">all suites</a></p>"
+             "<h1>The attention debate, re-run on these models</h1>",
+             "<p>Each claim of the papers the \"attention or saliency?\" argument rests on, "
+             "read as a number with a threshold; ours with its 95 % interval over examples "
+             "and model seeds, and a verdict by that interval: holds where it lies wholly "
+             "on the claim's side, does not hold where it lies wholly on the other.</p>",
+             "<h2>Claims</h2>" + tables.render_claims(rows, tablefmt="html", wide=True),
+             "<h2>Jain &amp; Wallace's figures as numbers, by the largest attention "
+             "weight</h2>" + tables.render_bins(rows, tablefmt="html"),
+             "<h2>What each experiment cost</h2>" + tables.render_costs(rows, tablefmt="html")]
+    return page("The attention debate", "\n".join(parts))
 
 
 def agreement_page(records: list) -> str:
@@ -327,7 +350,7 @@ def published_note(published: str | None) -> str:
 def index_page(suites: dict, sources: list[str], command: str | None,
                published: str | None = None, roar: bool = False,
                agreement: bool = False, commands: list[str] | None = None,
-               meta_eval: bool = False) -> str:
+               meta_eval: bool = False, debate: bool = False) -> str:
     lines = ["<h1>faithbench leaderboard</h1>", published_note(published),
              ("<p>Does an explanation point at the tokens the model relied on? Each suite "
               "ranks explainers scored on the same model checkpoints and examples; entries "
@@ -355,6 +378,10 @@ def index_page(suites: dict, sources: list[str], command: str | None,
         lines.append("<p><a href=\"meta-eval.html\">Meta-evaluation</a> (explainers and "
                      "metrics against ground truth: which metric recovers the known "
                      "ranking)</p>")
+    if debate:
+        lines.append("<p><a href=\"debate.html\">The attention debate</a> (the claims of "
+                     "Jain &amp; Wallace, Serrano &amp; Smith, Wiegreffe &amp; Pinter, "
+                     "Vashishth et al. and Mohankumar et al., re-run: which hold)</p>")
     if commands:
         lines.append("<h2>How the results were computed</h2><pre>"
                      + esc("\n".join(commands)) + "</pre>")

@@ -101,7 +101,10 @@ class AlignmentTask:
         >>> TASK.spec_for(TaskOptions(variant="ro-en")).id
         'alignment[variant=ro-en]@1'
         """
-        return replace(self.spec, params=(("variant", options.variant or DEFAULT_VARIANT),))
+        params = (("variant", options.variant or DEFAULT_VARIANT),)
+        if options.bilstm is not None:  # the uniform-attention model (``--bilstm uniform``)
+            params = (*params, ("bilstm", options.bilstm))
+        return replace(self.spec, params=params)
 
     def read(self, options: TaskOptions) -> tuple[dict, dict, list, list]:
         """(gold pairs by split, out-of-range links dropped by split, training pairs,
@@ -207,10 +210,14 @@ class AlignmentTask:
         if options.masked_training or options.transform is not None:
             raise InputError(f"{self.spec.name}: masked training and ROAR apply to the "
                              "classification tasks only")
-        if options.model not in (None, "bilstm") or options.model_path or options.bilstm:
-            raise InputError(f"{self.spec.name}: the model families (--model, --model-path, "
-                             "--bilstm) apply to the classification tasks; alignment has its "
-                             "own encoder-decoder")
+        if options.model not in (None, "bilstm") or options.model_path:
+            raise InputError(f"{self.spec.name}: the model families (--model, --model-path) "
+                             "apply to the classification tasks; alignment has its own "
+                             "encoder-decoder")
+        if options.bilstm not in (None, "uniform"):
+            raise InputError(f"{self.spec.name}: --bilstm {options.bilstm} is a variant of the "
+                             "classifiers' BiLSTM; the encoder-decoder has only --bilstm "
+                             "uniform (its attention frozen at 1/n)")
         plan = self._plan(options)
         seed_everything(options.seed)  # before the build: the seed decides the initial weights
         model = place(AttentionSeq2Seq(plan.mconf), Placement.of(options))
@@ -262,7 +269,8 @@ class AlignmentTask:
                                       self.tgt_words).itos[2:]
         tgt_vocab = Vocabulary([BOS, EOS, *tgt_counts])
         mconf = Seq2SeqConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
-                              bos_id=tgt_vocab.stoi[BOS], **self.model_config)
+                              bos_id=tgt_vocab.stoi[BOS], **self.model_config,
+                              uniform_attention=options.bilstm == "uniform")
         tconf = self.train_config.with_options(options)
         fingerprint = self.fingerprint(gold, training, held)
         config = {"task": self.spec.id, "variant": options.variant, "model": mconf.as_dict(),

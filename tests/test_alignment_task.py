@@ -523,3 +523,39 @@ def test_align_keeps_nothing_under_the_output_file(tmp_path, tiny_registered):
     config = dataclasses.replace(tiny_registered, out=str(out))
     assert alignments.align_to_file("alignment", "attention", str(out), config) == 5
     assert out.is_file() and [p.name for p in tmp_path.iterdir()] == ["A.jsonl"]
+
+
+def test_debate_on_translation_bleu_uniform_trained_and_attention_aer(tmp_path, ready,
+                                                                     tiny_registered):
+    """``vashishth_mt`` on the alignment model: BLEU under each alteration, of the model
+    trained with uniform attention (``--bilstm uniform``, trained beside it, its own task
+    id and cache key), and the sentence AER of the attention's argmax links, recomputed
+    here from the gold pairs and the model's attention."""
+    from dataclasses import replace
+
+    from faithbench.benchmark import debate
+    from faithbench.benchmark.core.errors import InputError
+    from faithbench.benchmark.core.records import read_jsonl
+    from faithbench.metrics.alignment import AER, argmax_links, link_counts
+
+    config = replace(tiny_registered, out=str(tmp_path), seeds=(0,))
+    path = debate.run(config, ["vashishth", "vashishth_mt"])
+    [row] = [r for r in read_jsonl(path) if r["experiment"] == "vashishth_mt"]
+    values = row["values"]
+    assert set(values) == {"bleu_learned", "bleu_uniform", "bleu_random", "bleu_permuted",
+                           "bleu_uniform_trained", "aer_learned", "aer_permuted"}
+    uniform = TINY.prepare(TaskOptions(data_dir=tiny_registered.data_dir, train_limit=3000,
+                                       epochs=2, bilstm="uniform"), progress=False)
+    assert uniform.loaded_from_cache and uniform.checkpoint != ready.checkpoint
+    assert "bilstm=uniform" in uniform.spec.id and "bilstm" not in ready.spec.id
+    pairs = {p.id: p for p in ready.gold["test"]}
+    for pair_id, got in zip(row["ids"], values["aer_learned"]):
+        pair, rows = pairs[pair_id], ready.examples("test")
+        mine = [r for r in rows if r.extras["sentence"] == pair_id]
+        batch, _, _ = next(ready.batches(mine, len(mine)))
+        with torch.no_grad():
+            links = argmax_links(ready.model.attention(batch)[:, : len(pair.src)])
+        want = float(AER(np.array(link_counts(links, pair.sure, pair.possible | pair.sure))))
+        assert got == pytest.approx(want)
+    with pytest.raises(InputError, match="only --bilstm uniform"):
+        TINY.prepare(TaskOptions(data_dir=tiny_registered.data_dir, bilstm="diversity"))

@@ -393,6 +393,15 @@ def test_debate_runs_resumes_and_renders(tmp_path, synthetic_ready, capsys):
     assert main(["debate", "--tables-only", "--out", str(tmp_path), "--table", "costs"]) == 0
     costs = capsys.readouterr().out
     assert "jw_adversarial" in costs and "ms per example" in costs
+    site = tmp_path / "site"  # the site's debate page, from the same values file
+    (tmp_path / "no_entries").mkdir()
+    assert main(["site", "--entries", str(tmp_path / "no_entries"), "--debate", str(tmp_path),
+                 "--out", str(site)]) == 0
+    page = (site / "debate.html").read_text()
+    claims = tables.claims(tables.Rows.read(values))
+    assert page.count("<tr>") >= len(claims) + 1 and "Jain &amp; Wallace 2019" in page
+    assert all(r["verdict"] in page for r in claims if r["verdict"])
+    assert 'href="debate.html"' in (site / "index.html").read_text()
     assert main(["debate", "--experiments", "jw_permutaton", "--out", str(tmp_path)]) == 2
     assert "did you mean 'jw_permutation'" in capsys.readouterr().err
 

@@ -199,3 +199,74 @@ def test_translation_bleu_under_each_alteration(reverser):
         [sacrebleu.sentence_bleu(" ".join(h), [" ".join(p.tgt)], tokenize="none").score
          for h, p in zip(hyps, pairs)])
     assert np.mean(got["bleu_learned"]) > 80 > np.mean(got["bleu_uniform"]) + 30
+
+
+def test_uniform_attention_model_trains_with_its_attention_frozen(one_thread):
+    """``uniform_attention`` (``--bilstm uniform`` on alignment): every step attends 1/n
+    over the real source words in training and inference, so the attention's scoring
+    layers never receive a gradient, and the reverser it cannot be learns only a guess
+    (the learned-attention reverser above reaches > 0.95)."""
+    seed_everything(0)
+    config = Seq2SeqConfig(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, embed_dim=32, hidden=32,
+                           attn_dim=32, dropout=0.0, uniform_attention=True)
+    assert "uniform_attention" not in Seq2SeqConfig(VOCAB, VOCAB).as_dict()  # old keys stay
+    assert config.as_dict()["uniform_attention"] is True
+    model = AttentionSeq2Seq(config)
+    assert "lrp" not in {c.lower() for c in model.capabilities}
+    before = {k: v.clone() for k, v in model.attn.state_dict().items()}
+    rows = sentences(600, 0)
+    val = [teacher_forced(sentences(100, 1))]
+    train(model, lambda e: [teacher_forced(rows[i : i + 32]) for i in range(0, 600, 32)], val,
+          TrainConfig(epochs=2, patience=2, lr=1e-2), seed=0, progress=False, objective=NEXT_WORD)
+    assert all(torch.equal(v, model.attn.state_dict()[k]) for k, v in before.items())
+    batch, labels = val[0]
+    model.eval()
+    with torch.no_grad():
+        step = batch.replace(prefix=batch.prefix[:, :3], prefix_mask=batch.prefix_mask[:, :3])
+        assert torch.allclose(model.attention(step), batch.mask / batch.mask.sum(1, keepdim=True))
+        predicted = model.teacher_forced_logits(batch).argmax(-1)
+    real = labels != -100
+    accuracy = float((predicted[real] == labels[real]).double().mean())
+    # the best any model can do from the bag of source words: at step t, guess the most
+    # frequent word not yet emitted (the words are drawn at random, so order is unknown)
+    best = []
+    for row in sentences(100, 1):
+        left = list(row)
+        for word in row[::-1]:
+            best.append(max(left.count(w) for w in left) / len(left))
+            left.remove(word)
+    assert accuracy <= float(np.mean(best)) + 0.05, (accuracy, np.mean(best))
+
+
+def test_alignment_error_of_the_attention_links_by_hand():
+    """``vashishth.alignment_error``: each row links its target word to the source word
+    of highest attention; counts pooled per sentence pair. Worked by hand:
+    pair a: row 0 picks 1 (sure) -> |A∩S| 1, |A∩P| 1; row 1 picks 0 (no link, its sure
+    link is 2) -> 0, 0; |A| 2, |S| 2: AER 1 - 2/4 = 0.5. Pair b: its one row picks 1, a
+    word with no link; |S| 0: AER 1 - 0/1 = 1."""
+    from faithbench.benchmark.core.api import Example
+    from faithbench.benchmark.debate import vashishth
+
+    weights = torch.tensor([[0.1, 0.7, 0.2], [0.5, 0.3, 0.2], [0.4, 0.6, 0.0]])
+    grades = torch.tensor([[0, 2, 0], [0, 1, 2], [1, 0, 0]], dtype=torch.int8)
+    mask = torch.tensor([[1, 1, 1], [1, 1, 1], [1, 1, 0]]).bool()
+    batch = Batch(torch.where(mask, 5, 0), mask, ("a-0", "a-1", "b-0"),
+                  prefix=torch.full((3, 1), BOS), prefix_mask=torch.ones(3, 1).bool())
+
+    class Session:
+        examples = [Example(i, ("w",) * 3, 0, extras={"sentence": i[0]})
+                    for i in batch.example_ids]
+
+        class prepared:  # noqa: N801 - the attribute the session carries
+            class model:  # noqa: N801
+                @staticmethod
+                def attention(b):
+                    return weights
+
+        def batches(self, examples):
+            return [(batch, torch.zeros(3), grades)]
+
+    got = vashishth.alignment_error(Session(), ["a", "b"])
+    assert got["aer_learned"] == pytest.approx([0.5, 1.0])
+    # permuted: b's two weights kept (AER 1) or swapped (picks the possible link: 1 - 1/1)
+    assert got["aer_permuted"][1] in (0.0, 1.0) and 0.0 <= got["aer_permuted"][0] <= 1.0

@@ -80,8 +80,9 @@ def model(p: argparse.ArgumentParser, *, seeds: bool = False) -> None:
                    "the task id, so families never share a leaderboard suite")
     g.add_argument("--bilstm", choices=("uniform", "orthogonal", "diversity"),
                    help="a BiLSTM of the attention debate: uniform (attention frozen at "
-                   "1/n, Wiegreffe & Pinter 2019), orthogonal or diversity (Mohankumar et "
-                   "al. 2020); part of the task id; default: the task's own BiLSTM")
+                   "1/n, Wiegreffe & Pinter 2019; on alignment, the encoder-decoder's), "
+                   "orthogonal or diversity (Mohankumar et al. 2020); part of the task id; "
+                   "default: the task's own BiLSTM")
     g.add_argument("--model-path", help="evaluate a Hugging Face sequence classifier "
                    "directory (AutoModelForSequenceClassification + tokenizer) on the task's "
                    "data instead of training one; its labels must be the task's (default: "

@@ -12,7 +12,8 @@ NAME = "site"
 HELP = "the leaderboard as a static site (no server, no CDN)"
 EPILOG = """examples:
   faithbench site --out site                   # from faithbench-results/leaderboard
-  faithbench site --entries runs/sst2/leaderboard runs/snli/leaderboard --out site"""
+  faithbench site --entries runs/sst2/leaderboard runs/snli/leaderboard --out site
+  faithbench site --published --debate runs/sentiment runs/nli --out site   # with the debate"""
 
 
 def add_arguments(p) -> None:
@@ -35,6 +36,10 @@ def add_arguments(p) -> None:
                    help="meta-evaluation values to draw as tables: values.jsonl files, or "
                    "the folders holding them (`faithbench meta-eval --out DIR` writes "
                    "DIR/meta_eval/values.jsonl); default: none")
+    p.add_argument("--debate", nargs="+", default=[], metavar="VALUES",
+                   help="attention-debate values to draw as the claims table: values.jsonl "
+                   "files, or the folders holding them (`faithbench debate --out DIR` writes "
+                   "DIR/debate/values.jsonl); default: none")
     p.add_argument("--published", nargs="?", const="", default=None, metavar="RELEASE",
                    help="the site of the published reference results (or a release "
                    "folder), with your --entries beside them where given; default: your "
@@ -51,17 +56,19 @@ def main(args) -> int:
     command = "faithbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if args.entries is None:
         default = Path(f"{DEFAULT_OUT}/leaderboard")
-        args.entries = [str(default)] if default.is_dir() or not (args.roar or args.meta_eval) else []
+        extras = args.roar or args.meta_eval or args.debate
+        args.entries = [str(default)] if default.is_dir() or not extras else []
     if args.published is not None:
         return _published(args, command)
     entries = read_entry_folders(args.entries)
-    if not entries and not args.roar and not args.agreement and not args.meta_eval:
+    if not (entries or args.roar or args.agreement or args.meta_eval or args.debate):
         raise InputError(f"no leaderboard entries under {', '.join(args.entries) or '-'}; "
                          "`faithbench run` or `faithbench submit` writes them")
     pages = build_site(entries, Path(args.out), sources=args.entries,
                        command=command, examples=args.examples, roar=roar_rows(args.roar),
                        agreement=agreement_records(args.agreement),
-                       meta_eval=meta_eval_values(args.meta_eval))
+                       meta_eval=meta_eval_values(args.meta_eval),
+                       debate=debate_rows(args.debate))
     print(f"wrote {len(pages)} pages ({len(entries)} entries) to {args.out}; "
           f"open {Path(args.out) / 'index.html'}")
     return 0
@@ -83,7 +90,9 @@ def _published(args, command: str) -> int:
                                curves=curves,
                                agreement=release.agreement + agreement_records(args.agreement),
                                roar=roar_summary(mine) if mine else release.roar,
-                               commands=release.manifest.get("commands", []))
+                               commands=release.manifest.get("commands", []),
+                               meta_eval=meta_eval_values(args.meta_eval),
+                               debate=debate_rows(args.debate))
     print(f"wrote {len(pages)} pages (release {release.version}) to {args.out}; "
           f"open {Path(args.out) / 'index.html'}")
     return 0
@@ -100,6 +109,18 @@ def meta_eval_values(paths: list[str]):
     rows = read_given(paths, "--meta-eval", ("values.jsonl", "meta_eval/values.jsonl"),
                        read_jsonl)
     return meta_eval.Values.of_rows(rows)
+
+
+def debate_rows(paths: list[str]):
+    """The debate values of files or folders (DIR/debate/values.jsonl), merged as one
+    ``debate.tables.Rows``; None when no path is given."""
+    if not paths:
+        return None
+    from faithbench.benchmark.core.records import read_jsonl
+    from faithbench.benchmark.debate.tables import Rows
+
+    return Rows.of_rows(read_given(paths, "--debate", ("values.jsonl", "debate/values.jsonl"),
+                                   read_jsonl))
 
 
 def agreement_records(paths: list[str]) -> list:

@@ -106,11 +106,19 @@ def _vashishth(model, batch, base, labels, options):
 
 
 def _vashishth_mt(context: Context):
+    """BLEU under each alteration and of the uniform-trained model (trained beside the
+    task's own, ``--bilstm uniform``), and the AER of the attention's links."""
     from faithbench.benchmark.debate import vashishth
     prepared = context.session.prepared
-    wanted = {e.id.rsplit("-", 1)[0] for e in context.session.examples}
+    wanted = {e.extras["sentence"] for e in context.session.examples}
     pairs = [p for p in prepared.gold[context.session.split] if p.id in wanted]
-    return vashishth.translation(prepared, pairs), [p.id for p in pairs]
+    ids = [p.id for p in pairs]
+    values = vashishth.translation(prepared, pairs)
+    if context.config.bilstm is None:
+        uniform = context.open_variant("uniform").prepared
+        values["bleu_uniform_trained"] = vashishth.translation(uniform, pairs,
+                                                               ("learned",))["bleu_learned"]
+    return {**values, **vashishth.alignment_error(context.session, ids)}, ids
 
 
 def _needs_translation(context: Context) -> str | None:

@@ -13,6 +13,7 @@ example's random and permuted weights are drawn by a generator seeded by its id.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from faithbench.benchmark.debate import ops
@@ -64,7 +65,8 @@ def _alterations() -> dict:
     }
 
 
-def translation(prepared, pairs) -> dict[str, list[float]]:
+def translation(prepared, pairs, alterations: tuple[str, ...] = ALTERATIONS
+                ) -> dict[str, list[float]]:
     """Per sentence pair and alteration: the sentence BLEU (sacrebleu, tokens as given)
     of the greedy translation with the decoder's attention altered at every step."""
     import sacrebleu
@@ -72,6 +74,8 @@ def translation(prepared, pairs) -> dict[str, list[float]]:
     refs = [" ".join(p.tgt) for p in pairs]
     out: dict[str, list[float]] = {}
     for name, alter in _alterations().items():
+        if name not in alterations:
+            continue
         if alter is None:
             hyps = prepared.translate([p.src for p in pairs])
         else:
@@ -80,3 +84,37 @@ def translation(prepared, pairs) -> dict[str, list[float]]:
         out[f"bleu_{name}"] = [sacrebleu.sentence_bleu(" ".join(h), [r], tokenize="none").score
                                for h, r in zip(hyps, refs)]
     return out
+
+
+def alignment_error(session, pair_ids: list[str]) -> dict[str, list[float]]:
+    """Per sentence pair: the AER (Och & Ney) of the links the learned attention draws,
+    each reference word teacher-forced and linked to its highest-weighted source word,
+    and of the same weights permuted within the sentence (a baseline with the learned
+    weights' peakedness and no position). The other half of Vashishth et al.'s claim
+    for translation: attention there is needed and also aligns. Sentence-level AER,
+    averaged over pairs: the alignment board's AER pools counts over the corpus."""
+    from faithbench.benchmark.core.links import chosen
+
+    net = session.prepared.model
+    counts: dict[str, dict[str, np.ndarray]] = {}
+    at = 0
+    for batch, _, grades in session.batches(session.examples):
+        rows = session.examples[at: at + len(batch)]
+        at += len(batch)
+        with torch.no_grad():
+            learned = net.attention(batch)
+        weights = {"learned": learned, "permuted": ops.permuted(
+            learned, ops.groups(batch), [row_generator(e, "vashishth aer")
+                                         for e in batch.example_ids])}
+        sure, possible = (grades == 2) & batch.mask, (grades >= 1) & batch.mask
+        for name, w in weights.items():
+            pick = chosen(w, batch.mask)
+            stats = torch.stack([(pick & sure).sum(1), (pick & possible).sum(1), pick.sum(1),
+                                 sure.sum(1)], dim=1).double().numpy()
+            for row, st in zip(rows, stats):
+                pair = counts.setdefault(row.extras["sentence"], {})
+                pair[name] = pair.get(name, np.zeros(4)) + st
+    return {f"aer_{name}": [1.0 - (counts[p][name][0] + counts[p][name][1])
+                            / max(counts[p][name][2] + counts[p][name][3], 1.0)
+                            for p in pair_ids]
+            for name in ("learned", "permuted")}

@@ -47,9 +47,17 @@ class Seq2SeqConfig:
     pad_id: int = 0  # both sides
     unk_id: int = 1  # both sides
     bos_id: int = 2  # target side
+    # attention frozen at 1/n over the source at every step, in training and inference
+    # (``--bilstm uniform``: Vashishth et al.'s uniform-trained translation model)
+    uniform_attention: bool = False
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The fields; ``uniform_attention`` only where set, so the models trained before
+        it existed keep their cache keys."""
+        out = asdict(self)
+        if not self.uniform_attention:
+            del out["uniform_attention"]
+        return out
 
 
 class BiGRUEncoder(nn.Module):
@@ -77,8 +85,13 @@ class BiGRUEncoder(nn.Module):
 
 
 class AttentionSeq2Seq(AttentionParts, nn.Module):
-    capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LRP, ATTENTION_VECTORS,
-                              ATTENTION_GRADIENT})
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What explainers may ask of it; LRP's unrolled decoder recomputes the learned
+        attention, so the uniform-attention model does not offer it."""
+        every = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LRP, ATTENTION_VECTORS,
+                           ATTENTION_GRADIENT})
+        return every - {LRP} if self.config.uniform_attention else every
 
     def __init__(self, config: Seq2SeqConfig):
         super().__init__()
@@ -131,8 +144,11 @@ class AttentionSeq2Seq(AttentionParts, nn.Module):
         for k in range(words.shape[1]):  # over prefix steps, not over examples
             s = self.cell(torch.cat([words[:, k], context], dim=-1), s)
             w, context = self.attn(states, batch.mask, query=s)
+            if self.config.uniform_attention:
+                w = batch.mask.to(w.dtype) / batch.mask.sum(dim=1, keepdim=True).clamp(min=1)
             if self.alter is not None:  # the debate's altered attention, at every step
                 w = self.alter(w, batch, k)
+            if self.config.uniform_attention or self.alter is not None:
                 context = torch.bmm(w.unsqueeze(1), states).squeeze(1)
             if given is not None:
                 w = torch.where((explained == k).unsqueeze(1), given, w)
