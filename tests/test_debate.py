@@ -383,6 +383,18 @@ def test_debate_runs_resumes_and_renders(tmp_path, synthetic_ready, capsys):
          "vashishth", "wp_uniform", "mohankumar"])
     assert all(len(r["ids"]) == 24 and all(len(v) == 24 for v in r["values"].values())
                for r in rows)
+    # mohankumar on a task whose evidence is planted: precision@k of attention, by hand
+    [mh] = [r for r in rows if r["experiment"] == "mohankumar"]
+    assert mh["model"]["checkpoint"] == synthetic_ready.checkpoint
+    by_id = {e.id: e for e in synthetic_ready.splits["test"]}
+    examples = [by_id[i] for i in mh["ids"]]
+    batch, _, _ = next(iter(synthetic_ready.batches(examples, len(examples))))
+    with torch.no_grad():
+        attention = synthetic_ready.model.attention(batch)
+    for b, (e, got) in enumerate(zip(examples, mh["values"]["precision_attention"])):
+        k = sum(e.reference)
+        top = np.argsort(-attention[b, : len(e.tokens)].numpy(), kind="stable")[:k]
+        assert got == pytest.approx(sum(e.reference[i] for i in top) / k)
     out = capsys.readouterr().out
     assert "Jain & Wallace 2019" in out and "verdict" in out
     assert max(len(line) for line in out.splitlines()  # a terminal's width (the path aside)

@@ -13,8 +13,15 @@ this experiment reads, on whichever model the run has (vanilla or a variant):
   removed before a flip and by agreement with gradients; ``ss_multiple`` runs the first
   on the same model).
 
+On a task whose evidence is known (the shortcut tasks, ``meta-eval``'s ground truth) it
+scores only the examples that carry the planted tokens and adds, per explainer,
+``precision_<explainer>``: the share of the k highest-scored tokens that are the k
+planted ones (``r_precision``, meta-eval's precision@k), so attention's faithfulness
+on the diverse LSTMs is also read against the truth, not only against a metric.
+
 The claim "diversity makes attention competitive with saliency" is then the difference
-comp_attention − comp_integrated_gradients on the Diversity LSTM beside the vanilla one.
+comp_attention − comp_integrated_gradients (and precision_attention −
+precision_integrated_gradients) on the Diversity LSTM beside the vanilla one.
 """
 
 from __future__ import annotations
@@ -30,6 +37,11 @@ def faithfulness(session) -> dict[str, list[float]]:
     from faithbench.benchmark.session import confinement
     from faithbench.metrics import get_metric
 
+    from faithbench.benchmark import meta_eval
+
+    truth = session.spec.ground_truth
+    if truth:  # the examples that carry the planted tokens
+        session = session.on(meta_eval.with_truth(session.examples))
     net = session.prepared.model
     conic = []
     with torch.no_grad():
@@ -38,8 +50,11 @@ def faithfulness(session) -> dict[str, list[float]]:
     labels = torch.tensor([e.label for e in session.examples])
     out = {"conicity": conic,
            "correct": (session.base_probs.argmax(dim=-1).cpu() == labels).double().tolist()}
-    metric = get_metric("comprehensiveness")
+    metric, precision = get_metric("comprehensiveness"), get_metric("r_precision")
     for name in EXPLAINERS:
         explained = session.explain(resolve_explainer(name, confinement(session.config)))
         out[f"comp_{name}"] = session.score(metric, explained.scores).values.tolist()
+        if truth:
+            out[f"precision_{name}"] = session.score(precision,
+                                                     explained.scores).values.tolist()
     return out

@@ -194,6 +194,12 @@ CLAIMS = (
           "gradients (difference above −0.02), on the diverse LSTMs and not the vanilla one",
           "more faithful attention on diversity (flips, gradient agreement)",
           "mohankumar", "comp_attention", "above", -0.02, minus="comp_integrated_gradients"),
+    Claim("MH-4", "Mohankumar et al. 2020", "on a model whose evidence is planted, attention "
+          "finds it about as well as integrated gradients (precision@k difference above "
+          "−0.05), on the diverse LSTMs and not the vanilla one",
+          "not tested in the paper (no ground truth there)",
+          "mohankumar", "precision_attention", "above", -0.05,
+          minus="precision_integrated_gradients"),
 )
 
 
