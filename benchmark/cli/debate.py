@@ -1,10 +1,11 @@
 """``faithbench debate``: the experiments of the attention debate (Jain & Wallace,
-Serrano & Smith, Vashishth et al.) on faithbench's own models, and the papers' claims
-beside ours with a verdict."""
+Serrano & Smith, Wiegreffe & Pinter, Vashishth et al., Mohankumar et al.) on
+faithbench's own models, and the papers' claims beside ours with a verdict."""
 
 from __future__ import annotations
 
 from faithbench.benchmark.cli import options
+from faithbench.benchmark.debate import EXPERIMENTS  # no torch: the registry alone
 
 NAME = "debate"
 HELP = "the attention debate's experiments on these models, claim by claim"
@@ -13,17 +14,22 @@ EPILOG = """examples:
   faithbench debate --tasks sentiment nli --data-dir ../shared/data --seeds 0 1 2 \\
       --out runs/debate
   faithbench debate --tables-only --out runs/debate --table claims
+  faithbench debate --tasks alignment --data-dir ../shared/data --seeds 0 \
+      --experiments vashishth_mt --out runs/alignment     # translation: BLEU and AER
+  faithbench debate --tasks sentiment --bilstm diversity --experiments mohankumar \
+      --data-dir ../shared/data --out runs/sentiment       # Mohankumar's Diversity LSTM
 (every experiment's per-example values go to <out>/debate/values.jsonl as each is done:
 a run stopped part-way resumes there, and the tables are always made from that file)"""
 
 
 def add_arguments(p) -> None:
     p.add_argument("--tasks", nargs="+", default=["synthetic"],
-                   help="BiLSTM tasks: synthetic (default, offline), sentiment, nli, text, text_pair")
+                   help="tasks with a BiLSTM: synthetic (default, offline), sentiment, nli, "
+                   "shortcut_single, shortcut_pair, text, text_pair; alignment (its "
+                   "encoder-decoder: vashishth, vashishth_mt)")
     p.add_argument("--experiments", nargs="+", default=[],
-                   help="default: all of them (`faithbench debate --table quantities` names "
-                   "them): jw_correlation jw_permutation jw_adversarial ss_single "
-                   "ss_multiple vashishth")
+                   help="default: all that apply to the task (an experiment that does not "
+                   "is skipped): " + " ".join(EXPERIMENTS))
     p.add_argument("--permutations", type=int, default=100,
                    help="jw_permutation: shuffles per example (default 100, the paper's)")
     p.add_argument("--adversary-steps", type=int, default=500,
