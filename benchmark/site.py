@@ -240,6 +240,8 @@ def debate_page(rows) -> str:
              "<h2>Claims</h2>" + tables.render_claims(rows, tablefmt="html", wide=True),
              "<h2>Jain &amp; Wallace's figures as numbers, by the largest attention "
              "weight</h2>" + tables.render_bins(rows, tablefmt="html"),
+             "<h2>Wiegreffe &amp; Pinter's frontier: attention moved against output "
+             "changed</h2>" + tables.render_frontier(rows, tablefmt="html"),
              "<h2>What each experiment cost</h2>" + tables.render_costs(rows, tablefmt="html")]
     return page("The attention debate", "\n".join(parts))
 

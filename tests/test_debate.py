@@ -502,6 +502,21 @@ def test_the_bins_by_max_attention_by_hand():
     assert cells[2:] == ["0.200 (50%)", "–", "0.200 (25%)", "0.900 (25%)"]
 
 
+def test_the_frontier_by_hand():
+    """One adversary per λ (sorted by value, not by name), then the per-example one."""
+    rows = tables.Rows({
+        ("wp_adversary", "t@1", 0): {"ids": ["a", "b"], "values": {
+            "jsd_lambda_10": [0.6, 0.6], "tvd_lambda_10": [0.3, 0.5],
+            "jsd_lambda_0.3": [0.2, 0.4], "tvd_lambda_0.3": [0.0, 0.1]}},
+        ("jw_adversarial", "t@1", 0): {"ids": ["a", "b"], "values": {
+            "jsd": [0.5, 0.3], "tvd": [0.01, 0.03], "max_attention": [0.5, 0.5]}}})
+    got = [(r["model"], r["jsd"]["mean"], r["tvd"]["mean"]) for r in tables.frontier(rows)]
+    assert [m for m, *_ in got] == ["trained adversary, λ = 0.3", "trained adversary, λ = 10",
+                                    "per-example adversary (Jain & Wallace)"]
+    assert [v for _, j, t in got for v in (j, t)] == pytest.approx([0.3, 0.05, 0.6, 0.4,
+                                                                    0.4, 0.02])
+
+
 def test_the_adversary_leaves_the_models_gradient_flags_as_they_were(pooled):
     model, batch, base = pooled
     model.s.requires_grad_(False)  # a frozen parameter stays frozen, a trainable one trainable

@@ -36,7 +36,7 @@ def add_arguments(p) -> None:
                    help="jw_adversarial: optimisation steps (default 500, the paper's)")
     p.add_argument("--tables-only", action="store_true",
                    help="compute nothing: print the tables of <out>/debate/values.jsonl")
-    p.add_argument("--table", choices=("claims", "quantities", "bins", "costs"),
+    p.add_argument("--table", choices=("claims", "quantities", "bins", "frontier", "costs"),
                    help="print this table alone, without its caption (default: both)")
     p.add_argument("--wide", action="store_true",
                    help="claims: paper, claim and their number in every row (the docs' "
@@ -72,6 +72,7 @@ def main(args) -> int:
         render = {"claims": lambda: tables.render_claims(rows, wide=args.wide),
                   "quantities": lambda: tables.render_quantities(rows),
                   "bins": lambda: tables.render_bins(rows),
+                  "frontier": lambda: tables.render_frontier(rows),
                   "costs": lambda: tables.render_costs(rows)}
         print(render[args.table]())
         return 0

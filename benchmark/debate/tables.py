@@ -296,6 +296,35 @@ def render_bins(rows: Rows, tablefmt: str = "github") -> str:
                                    "0.5–0.75", "≥ 0.75"], tablefmt=tablefmt)
 
 
+def frontier(rows: Rows) -> list[dict]:
+    """Wiegreffe & Pinter's JSD–TVD frontier as rows: per task, each adversarially
+    trained model (one per λ: how far its attention is from the base model's, JSD, and
+    what that cost in output, TVD), then Jain & Wallace's per-example adversary for
+    comparison; means with their intervals, as ``quantities`` has them."""
+    out = []
+    for task in rows.tasks("wp_adversary"):
+        seeds = sorted(s for e, t, s in rows.rows if e == "wp_adversary" and t == task)
+        lambdas = sorted({k.split("_lambda_")[1] for k in
+                          rows.rows[("wp_adversary", task, seeds[0])]["values"]
+                          if "_lambda_" in k}, key=float)
+        for lam in lambdas:
+            out.append({"task": task, "model": f"trained adversary, λ = {lam}",
+                        "jsd": estimate(rows.matrix("wp_adversary", task, f"jsd_lambda_{lam}")[0]),
+                        "tvd": estimate(rows.matrix("wp_adversary", task, f"tvd_lambda_{lam}")[0])})
+        if task in rows.tasks("jw_adversarial"):
+            out.append({"task": task, "model": "per-example adversary (Jain & Wallace)",
+                        "jsd": estimate(rows.matrix("jw_adversarial", task, "jsd")[0]),
+                        "tvd": estimate(rows.matrix("jw_adversarial", task, "tvd")[0])})
+    return out
+
+
+def render_frontier(rows: Rows, tablefmt: str = "github") -> str:
+    return tabulate([[r["task"], r["model"], _ci(r["jsd"]), _ci(r["tvd"])]
+                     for r in frontier(rows)],
+                    headers=["task", "model", "attention JSD to the base (nats)",
+                             "output TVD to the base"], tablefmt=tablefmt)
+
+
 def render_costs(rows: Rows, tablefmt: str = "github") -> str:
     """What each experiment cost: seconds per model (the mean over seeds), examples,
     and seconds per example, one row per (task, experiment)."""
