@@ -522,3 +522,14 @@ def test_the_adversary_leaves_the_models_gradient_flags_as_they_were(pooled):
     model.s.requires_grad_(False)  # a frozen parameter stays frozen, a trainable one trainable
     jain_wallace.adversarial(model, batch, base, steps=2)
     assert (model.s.requires_grad, model.w.requires_grad) == (False, True)
+
+
+def test_a_claim_skips_rows_without_its_quantity():
+    """A values file written before a quantity existed (or by another kind of task)
+    gives no row for the claims that read it, and no error."""
+    rows = tables.Rows({("mohankumar", "t@1", 0): {
+        "ids": ["a", "b"], "values": {"conicity": [0.2, 0.4], "correct": [1.0, 0.0],
+                                      "comp_attention": [0.1, 0.2],
+                                      "comp_integrated_gradients": [0.1, 0.3]}}})
+    found = {r["claim"].key for r in tables.claims(rows)}
+    assert "MH-3" in found and "MH-4" not in found

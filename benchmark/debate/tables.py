@@ -49,6 +49,12 @@ class Rows:
         return cls({(r["experiment"], r["model"]["task"], r["model"]["seed"]): r
                     for r in found})
 
+    def has(self, experiment: str, task: str, quantities: Sequence[str | None]) -> bool:
+        """Whether every seed's row of (experiment, task) holds all ``quantities``."""
+        found = [r for (e, t, _), r in self.rows.items() if e == experiment and t == task]
+        return bool(found) and all(q is None or q in r["values"]
+                                   for r in found for q in quantities)
+
     def tasks(self, experiment: str) -> list[str]:
         return sorted({t for e, t, _ in self.rows if e == experiment})
 
@@ -208,13 +214,17 @@ def _task_name(task: str) -> str:
 
 
 def claims(rows: Rows, chosen: Sequence[Claim] = CLAIMS) -> list[dict]:
-    """One row per (claim, task with values)."""
+    """One row per (claim, task with values): a task whose rows lack the claim's
+    quantities (another kind of task, or rows written before the quantity existed) has
+    none."""
     out = []
     for c in chosen:
         for task in rows.tasks(c.experiment):
             if c.tasks and _task_name(task) not in c.tasks:
                 continue
             if c.variant is not None and f"bilstm={c.variant}" not in task:
+                continue
+            if not rows.has(c.experiment, task, (c.quantity, c.minus)):
                 continue
             m, undefined = rows.matrix(c.experiment, task, c.quantity)
             if c.minus is not None:
