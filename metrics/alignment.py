@@ -73,6 +73,14 @@ CITATION = ("Och & Ney (2003). A systematic comparison of various statistical al
             "models. Computational Linguistics 29(1):19-51.")
 
 
+def row_counts(pick: torch.Tensor, grades: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(B, 4) float64: each row's (|A∩S|, |A∩P|, |A|, |S|) for its chosen source words
+    ``pick`` (B, S) against its gold ``grades`` (2 sure, 1 possible only, 0 none)."""
+    sure, possible = (grades == 2) & mask, (grades >= 1) & mask
+    return torch.stack([(pick & sure).sum(1), (pick & possible).sum(1), pick.sum(1),
+                        sure.sum(1)], dim=1).double()
+
+
 def alignment_counts(inp: MetricInput, *, links: str, fraction: float | None) -> MetricOutput:
     """Per alignment row (one target word): its links read off the scores, and the
     counts (|A∩S|, |A∩P|, |A|, |S|) against the row's gold grades; the session sums
@@ -81,11 +89,7 @@ def alignment_counts(inp: MetricInput, *, links: str, fraction: float | None) ->
         raise InputError("alignment metrics need gold links: rows of examples "
                          f"{', '.join(inp.batch.example_ids[:5])} carry none")
     mask = inp.batch.mask
-    pick = chosen(inp.scores, mask, links, fraction)
-    sure = (inp.reference == 2) & mask
-    possible = (inp.reference >= 1) & mask
-    stats = torch.stack([(pick & sure).sum(1), (pick & possible).sum(1), pick.sum(1),
-                         sure.sum(1)], dim=1).double()
+    stats = row_counts(chosen(inp.scores, mask, links, fraction), inp.reference, mask)
     with torch.no_grad():
         values = torch.as_tensor(AER(stats.numpy()), dtype=torch.float64)
     return MetricOutput(values, stats=stats)

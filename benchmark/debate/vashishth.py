@@ -94,6 +94,7 @@ def alignment_error(session, pair_ids: list[str]) -> dict[str, list[float]]:
     for translation: attention there is needed and also aligns. Sentence-level AER,
     averaged over pairs: the alignment board's AER pools counts over the corpus."""
     from faithbench.benchmark.core.links import chosen
+    from faithbench.metrics.alignment import row_counts
 
     net = session.prepared.model
     counts: dict[str, dict[str, np.ndarray]] = {}
@@ -106,11 +107,8 @@ def alignment_error(session, pair_ids: list[str]) -> dict[str, list[float]]:
         weights = {"learned": learned, "permuted": ops.permuted(
             learned, ops.groups(batch), [row_generator(e, "vashishth aer")
                                          for e in batch.example_ids])}
-        sure, possible = (grades == 2) & batch.mask, (grades >= 1) & batch.mask
         for name, w in weights.items():
-            pick = chosen(w, batch.mask)
-            stats = torch.stack([(pick & sure).sum(1), (pick & possible).sum(1), pick.sum(1),
-                                 sure.sum(1)], dim=1).double().numpy()
+            stats = row_counts(chosen(w, batch.mask), grades, batch.mask).numpy()
             for row, st in zip(rows, stats):
                 pair = counts.setdefault(row.extras["sentence"], {})
                 pair[name] = pair.get(name, np.zeros(4)) + st
