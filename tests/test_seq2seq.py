@@ -212,7 +212,6 @@ def test_uniform_attention_model_trains_with_its_attention_frozen(one_thread):
     assert "uniform_attention" not in Seq2SeqConfig(VOCAB, VOCAB).as_dict()  # old keys stay
     assert config.as_dict()["uniform_attention"] is True
     model = AttentionSeq2Seq(config)
-    assert "lrp" not in {c.lower() for c in model.capabilities}
     before = {k: v.clone() for k, v in model.attn.state_dict().items()}
     rows = sentences(600, 0)
     val = [teacher_forced(sentences(100, 1))]
@@ -224,6 +223,9 @@ def test_uniform_attention_model_trains_with_its_attention_frozen(one_thread):
     with torch.no_grad():
         step = batch.replace(prefix=batch.prefix[:, :3], prefix_mask=batch.prefix_mask[:, :3])
         assert torch.allclose(model.attention(step), batch.mask / batch.mask.sum(1, keepdim=True))
+        # LRP's unrolled decoder holds the same frozen weights: it rebuilds the logits
+        assert torch.allclose(model.lrp_logits(model.embed(step), step), model.logits(step),
+                              atol=1e-5)
         predicted = model.teacher_forced_logits(batch).argmax(-1)
     real = labels != -100
     accuracy = float((predicted[real] == labels[real]).double().mean())

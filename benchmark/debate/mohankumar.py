@@ -33,11 +33,10 @@ EXPLAINERS = ("attention", "gradient_x_input", "integrated_gradients")
 
 def faithfulness(session) -> dict[str, list[float]]:
     """Per example: conicity, correctness and each explainer's comprehensiveness."""
+    from faithbench.benchmark import meta_eval
     from faithbench.benchmark.runner import resolve_explainer
     from faithbench.benchmark.session import confinement
     from faithbench.metrics import get_metric
-
-    from faithbench.benchmark import meta_eval
 
     truth = session.spec.ground_truth
     if truth:  # the examples that carry the planted tokens

@@ -311,6 +311,9 @@ def frontier(rows: Rows) -> list[dict]:
     trained model (one per λ: how far its attention is from the base model's, JSD, and
     what that cost in output, TVD), then Jain & Wallace's per-example adversary for
     comparison; means with their intervals, as ``quantities`` has them."""
+    def mean(experiment: str, task: str, quantity: str) -> dict | None:
+        return estimate(rows.matrix(experiment, task, quantity)[0])
+
     out = []
     for task in rows.tasks("wp_adversary"):
         seeds = sorted(s for e, t, s in rows.rows if e == "wp_adversary" and t == task)
@@ -319,12 +322,12 @@ def frontier(rows: Rows) -> list[dict]:
                           if "_lambda_" in k}, key=float)
         for lam in lambdas:
             out.append({"task": task, "model": f"trained adversary, λ = {lam}",
-                        "jsd": estimate(rows.matrix("wp_adversary", task, f"jsd_lambda_{lam}")[0]),
-                        "tvd": estimate(rows.matrix("wp_adversary", task, f"tvd_lambda_{lam}")[0])})
+                        "jsd": mean("wp_adversary", task, f"jsd_lambda_{lam}"),
+                        "tvd": mean("wp_adversary", task, f"tvd_lambda_{lam}")})
         if task in rows.tasks("jw_adversarial"):
             out.append({"task": task, "model": "per-example adversary (Jain & Wallace)",
-                        "jsd": estimate(rows.matrix("jw_adversarial", task, "jsd")[0]),
-                        "tvd": estimate(rows.matrix("jw_adversarial", task, "tvd")[0])})
+                        "jsd": mean("jw_adversarial", task, "jsd"),
+                        "tvd": mean("jw_adversarial", task, "tvd")})
     return out
 
 

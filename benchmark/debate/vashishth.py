@@ -94,7 +94,7 @@ def alignment_error(session, pair_ids: list[str]) -> dict[str, list[float]]:
     for translation: attention there is needed and also aligns. Sentence-level AER,
     averaged over pairs: the alignment board's AER pools counts over the corpus."""
     from faithbench.benchmark.core.links import chosen
-    from faithbench.metrics.alignment import row_counts
+    from faithbench.metrics.alignment import AER, row_counts
 
     net = session.prepared.model
     counts: dict[str, dict[str, np.ndarray]] = {}
@@ -112,7 +112,5 @@ def alignment_error(session, pair_ids: list[str]) -> dict[str, list[float]]:
             for row, st in zip(rows, stats):
                 pair = counts.setdefault(row.extras["sentence"], {})
                 pair[name] = pair.get(name, np.zeros(4)) + st
-    return {f"aer_{name}": [1.0 - (counts[p][name][0] + counts[p][name][1])
-                            / max(counts[p][name][2] + counts[p][name][3], 1.0)
-                            for p in pair_ids]
+    return {f"aer_{name}": [float(AER(counts[p][name])) for p in pair_ids]
             for name in ("learned", "permuted")}

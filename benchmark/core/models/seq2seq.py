@@ -85,13 +85,8 @@ class BiGRUEncoder(nn.Module):
 
 
 class AttentionSeq2Seq(AttentionParts, nn.Module):
-    @property
-    def capabilities(self) -> frozenset[str]:
-        """What explainers may ask of it; LRP's unrolled decoder recomputes the learned
-        attention, so the uniform-attention model does not offer it."""
-        every = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LRP, ATTENTION_VECTORS,
-                           ATTENTION_GRADIENT})
-        return every - {LRP} if self.config.uniform_attention else every
+    capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LRP, ATTENTION_VECTORS,
+                              ATTENTION_GRADIENT})
 
     def __init__(self, config: Seq2SeqConfig):
         super().__init__()
@@ -109,7 +104,8 @@ class AttentionSeq2Seq(AttentionParts, nn.Module):
         enc = self.encoder.output_dim
         self.init_state = nn.Linear(enc, h)
         self.cell = nn.GRUCell(config.embed_dim + enc, h)
-        self.attn = AdditiveAttention(enc, config.attn_dim, query_dim=h)
+        self.attn = AdditiveAttention(enc, config.attn_dim, query_dim=h,
+                                      uniform=config.uniform_attention)
         self.readout = nn.Linear(h + enc, h)
         self.out = nn.Linear(h, config.tgt_vocab_size)
         self.dropout = nn.Dropout(config.dropout)
@@ -144,11 +140,8 @@ class AttentionSeq2Seq(AttentionParts, nn.Module):
         for k in range(words.shape[1]):  # over prefix steps, not over examples
             s = self.cell(torch.cat([words[:, k], context], dim=-1), s)
             w, context = self.attn(states, batch.mask, query=s)
-            if self.config.uniform_attention:
-                w = batch.mask.to(w.dtype) / batch.mask.sum(dim=1, keepdim=True).clamp(min=1)
             if self.alter is not None:  # the debate's altered attention, at every step
                 w = self.alter(w, batch, k)
-            if self.config.uniform_attention or self.alter is not None:
                 context = torch.bmm(w.unsqueeze(1), states).squeeze(1)
             if given is not None:
                 w = torch.where((explained == k).unsqueeze(1), given, w)
