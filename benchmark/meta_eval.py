@@ -41,11 +41,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from faithbench.benchmark.core import seed_interval, stats
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.records import append_jsonl, read_jsonl
+from faithbench.benchmark.core.validation import model_eval
 
 GROUND_TRUTH, INVERTED = "ground_truth", "inverted_ground_truth"
 ORACLES = (GROUND_TRUTH, INVERTED)
@@ -390,6 +392,92 @@ def metric_table(values: Values) -> list[dict]:
     return rows
 
 
+# -- deceptive attention ---------------------------------------------------------------
+
+
+ATTENTION = "attention"  # the explainer deceptive training targets: the raw weights
+
+
+def deceived(task: str) -> tuple[str, float]:
+    """(the task id without its deception weight, λ): the models of one task and family
+    that differ only in ``--deceive`` share the first.
+
+    >>> deceived("shortcut_single[deceive=0.1;model=transformer]@1")
+    ('shortcut_single[model=transformer]@1', 0.1)
+    >>> deceived("shortcut_pair@1")
+    ('shortcut_pair@1', 0.0)
+    """
+    from faithbench.benchmark.core.ids import format_id, parse_id
+
+    parsed = parse_id(task, "task")
+    lam = float(parsed.params.pop("deceive", 0.0))
+    return format_id(parsed.name, parsed.params.items(), parsed.version or "1"), lam
+
+
+def deception_groups(values: Values) -> dict[str, list[tuple[float, str]]]:
+    """{base task: [(λ, task id), ...] by λ} for every task that has a deceptive model."""
+    groups: dict[str, list[tuple[float, str]]] = {}
+    for task in values.tasks():
+        base, lam = deceived(task)
+        groups.setdefault(base, []).append((lam, task))
+    return {b: sorted(m) for b, m in groups.items() if any(lam > 0 for lam, _ in m)}
+
+
+def attention_of(values: Values, task: str, metric: str) -> str | None:
+    """The id of the raw-attention explainer among ``task``'s rows of ``metric``."""
+    return next((e for e in values.explainers(task, metric) if base_name(e) == ATTENTION), None)
+
+
+def finders(values: Values, task: str, attention: str) -> list[str]:
+    """The explainers (oracles aside) whose precision@k beats raw attention's on
+    ``task``: the 95 % interval over seeds and examples of their per-example gap is
+    above 0."""
+    precision = values.measure(task, TRUTH_MEASURES[0])
+    assert precision is not None
+    seeds = values.seeds(task, [precision], values.explainers(task, precision))
+    _, base = values.matrix(task, precision, attention, seeds)
+    out = []
+    for e in values.explainers(task, precision):
+        if e in ORACLES or e == attention:
+            continue
+        gap = interval(values.matrix(task, precision, e, seeds)[1] - base)
+        if gap["ci_low"] is not None and gap["ci_low"] > 0:
+            out.append(e)
+    return out
+
+
+def attention_verdicts(values: Values) -> list[dict]:
+    """One row per (metric, model of a deception group): does the metric rank raw
+    attention below every explainer that finds the shortcut better than it
+    (``finders``)? ``placed`` with attention as the one to be last among itself and
+    the finders: yes / no / tie, with the same error rates."""
+    rows = []
+    for members in deception_groups(values).values():
+        for lam, task in members:
+            precision = values.measure(task, TRUTH_MEASURES[0])
+            if precision is None:
+                continue
+            attention = attention_of(values, task, precision)
+            if attention is None:
+                continue
+            found = finders(values, task, attention)
+            for metric in values.metrics(task):
+                if base_name(metric) in TRUTH_MEASURES:
+                    continue
+                shared = [e for e in [attention, *found]
+                          if (task, metric, e) in values.rows]
+                if attention not in shared or len(shared) < 2:
+                    continue
+                seeds = values.seeds(task, [metric], shared)
+                if not seeds:
+                    continue
+                verdict = placed(values, task, metric, attention, shared, first=False,
+                                 seeds=seeds)
+                rows.append({"task": task, "lambda": lam, "metric": metric,
+                             "finders": len(shared) - 1, "attention_last": verdict})
+    return rows
+
+
 # -- cross-metric agreement --------------------------------------------------------------
 
 
@@ -506,8 +594,9 @@ def default_metrics(kind: str, retrains: bool = True) -> list:
 def reliance(session) -> dict:
     """How much the model relies on the reference tokens: its accuracy on every
     labelled split (a shortcut task's agree / contradict / clean splits among them),
-    and the share of the scored examples whose prediction changes when their
-    reference tokens are deleted."""
+    the share of the scored examples whose prediction changes when their reference
+    tokens are deleted, and the mean attention mass on them (``attention_mass``, where
+    the model has one: what deceptive training lowers, Pruthi et al. 2020)."""
     examples = session.examples
     stripped = [dataclasses.replace(e, tokens=tuple(t for t, r in zip(e.tokens, e.reference)
                                                     if not r),
@@ -520,10 +609,16 @@ def reliance(session) -> dict:
     before = session.base_probs.argmax(dim=-1)
     after = session.on(stripped).base_probs.argmax(dim=-1)
     labels = np.array([e.label for e in examples])
-    return {"accuracy": dict(session.prepared.accuracy),
-            "scored_accuracy": float((before.numpy() == labels).mean()),
-            "flip_when_deleted": float((before != after).float().mean()),
-            "n": len(examples)}
+    row = {"accuracy": dict(session.prepared.accuracy),
+           "scored_accuracy": float((before.numpy() == labels).mean()),
+           "flip_when_deleted": float((before != after).float().mean()),
+           "n": len(examples)}
+    mass = getattr(session.prepared.model, "attention_mass", None)
+    if mass is not None:
+        model_eval(session.prepared.model)
+        row["attention_mass"] = float(torch.cat([mass(b, ref).cpu() for b, _, ref
+                                                 in session.batches(examples)]).mean())
+    return row
 
 
 def _kept_words(e) -> tuple[int, ...]:
@@ -655,12 +750,13 @@ def short(explainer_or_metric: str) -> str:
     return name
 
 
-TABLES = ("explainers", "reliance", "metrics")
+TABLES = ("explainers", "reliance", "metrics", "deception", "verdicts")
 CAPTIONS = {
     "explainers": "Explainers against the ground truth (mean [95 % CI over seeds and "
                   "examples])",
     "reliance": "Reliance on the ground truth (accuracy per split; flips = share of scored "
-                "predictions that change when the reference tokens are deleted; relies = "
+                "predictions that change when the reference tokens are deleted; attention "
+                "mass = the model's mean attention on them; relies = "
                 "accuracy on the scored examples, whose labels the ground truth decides, at "
                 f"least {RELIANCE_MIN:.0%}: a model below is left out of the other tables)",
     "metrics": "Metrics against the ground truth, per model: τ = Kendall τ-b of the "
@@ -670,6 +766,14 @@ CAPTIONS = {
                "examples of the per-example gap above 0; no: one Bonferroni interval below "
                "0; else tie; in brackets the mean gap to the closest one); flips = share of "
                "explainer pairs the delete and mask erasers order opposite ways",
+    "deception": "Explainers on models trained to hide the shortcut from attention (Pruthi "
+                 "et al. 2020), per λ of the penalty (0: the task's own model): "
+                 "precision@k mean [95 % CI over seeds and examples]",
+    "verdicts": "Do the metrics notice that attention hides the shortcut? yes: the metric "
+                "ranks raw attention below every explainer whose precision@k beats "
+                "attention's (each 95 % interval of the per-example gap above 0); no: a "
+                "Bonferroni interval says the opposite of one; else tie. In brackets the "
+                "mean gap to the closest finder; n = the number of finders",
 }
 
 
@@ -688,7 +792,8 @@ def render(values: Values, tablefmt: str = "github", tables: Sequence[str] = TAB
 def table_rows(values: Values, tables: Sequence[str] = TABLES) -> list[tuple[str, list, list]]:
     """(name, rows, headers) of each of ``tables`` that has rows."""
     build = {"explainers": _explainer_rows, "reliance": _reliance_rows,
-             "metrics": _metric_rows}
+             "metrics": _metric_rows, "deception": _deception_rows,
+             "verdicts": _verdict_rows}
     out = []
     for name in tables:
         rows, headers = build[name](values)
@@ -721,9 +826,11 @@ def _reliance_rows(values: Values) -> tuple[list, list]:
     rel = reliance_table(values)
     splits = list(dict.fromkeys(s for r in rel for s in r["accuracy"]))
     return ([[r["task"], r["seed"], *(_num(r["accuracy"].get(s)) for s in splits),
-              _num(r["flip_when_deleted"]), r["n"], "yes" if r["relies"] else "no: left out"]
+              _num(r["flip_when_deleted"]), _num(r.get("attention_mass")), r["n"],
+              "yes" if r["relies"] else "no: left out"]
              for r in rel],
-            ["task", "seed", *(f"accuracy {s}" for s in splits), "flips", "n", "relies"])
+            ["task", "seed", *(f"accuracy {s}" for s in splits), "flips", "attention mass",
+             "n", "relies"])
 
 
 def _metric_rows(values: Values) -> tuple[list, list]:
@@ -747,6 +854,40 @@ def _metric_rows(values: Values) -> tuple[list, list]:
             row.append(cell)
         rows.append(row)
     return rows, ["metric", *tasks]
+
+
+def _deception_rows(values: Values) -> tuple[list, list]:
+    """One row per (task and family, explainer), one column per λ: precision@k."""
+    groups = deception_groups(values)
+    lams = sorted({lam for members in groups.values() for lam, _ in members})
+    cells = {(r["task"], r["explainer"]): r for r in explainer_table(values)}
+    rows = []
+    for base, members in groups.items():
+        by_lam = dict(members)
+        names = list(dict.fromkeys(e for _, t in members for (task, e) in cells if task == t))
+
+        def precision(name, task):
+            return (cells.get((task, name), {}).get("r_precision") or {}).get("mean")
+
+        top = by_lam[max(by_lam)]  # the most deceptive model orders the rows
+        for name in sorted(names, key=lambda n: -(precision(n, top) or -1.0)):
+            rows.append([base, short(name), *(
+                _ci(cells.get((by_lam[lam], name), {}).get("r_precision")) if lam in by_lam
+                else "" for lam in lams)])
+    return rows, ["task", "explainer", *(f"λ = {lam:g}" for lam in lams)]
+
+
+def _verdict_rows(values: Values) -> tuple[list, list]:
+    """One row per (task and family, metric), one column per λ: attention last?"""
+    found = attention_verdicts(values)
+    lams = sorted({r["lambda"] for r in found})
+    cell = {(deceived(r["task"])[0], r["metric"], r["lambda"]): r for r in found}
+    rows = []
+    for base, metric in dict.fromkeys((deceived(r["task"])[0], r["metric"]) for r in found):
+        rows.append([base, short(metric), *(
+            f"{_verdict(c['attention_last'])} n={c['finders']}"
+            if (c := cell.get((base, metric, lam))) else "" for lam in lams)])
+    return rows, ["task", "metric", *(f"λ = {lam:g}" for lam in lams)]
 
 
 def _verdict(gap: dict) -> str:

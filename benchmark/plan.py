@@ -71,6 +71,7 @@ class Evaluation:
     model_path: str | None = None
     model_layers: int | None = None
     bilstm: str | None = None  # a BiLSTM variant of the attention debate (``BILSTM_VARIANTS``)
+    deceive: float | None = None  # λ of deceptive training (Pruthi et al. 2020)
     split: str | None = None
     limit: int | None = None
     sample: int | None = None
@@ -85,7 +86,8 @@ class Evaluation:
         d = asdict(self)
         # at their defaults left out: records written before they existed stay the same
         for name, default in (("precision", "fp32"), ("half_weights", False),
-                              ("dataset", None), ("published", None), ("bilstm", None)):
+                              ("dataset", None), ("published", None), ("bilstm", None),
+                              ("deceive", None)):
             if d[name] == default:
                 del d[name]
         return d
@@ -98,7 +100,7 @@ class Evaluation:
                            gold_out_of_range=self.gold_out_of_range,
                            masked_training=self.masked_training, model=self.model,
                            model_path=self.model_path, model_layers=self.model_layers,
-                           bilstm=self.bilstm, device=device, precision=self.precision,
+                           bilstm=self.bilstm, deceive=self.deceive, device=device, precision=self.precision,
                            half_weights=self.half_weights, dataset=self.dataset,
                            published=self.published)
 
@@ -151,6 +153,7 @@ class RunConfig:
     model_path: str | None = None  # a Hugging Face classifier directory, evaluated as is
     model_layers: int | None = None  # transformer family: the first N encoder layers only
     bilstm: str | None = None  # uniform, orthogonal or diversity: a BiLSTM of the debate
+    deceive: float | None = None  # λ of deceptive training on a shortcut task (Pruthi et al.)
     executor: str = "in-process"  # where retraining jobs run: in-process, pool or ray
     workers: int | None = None  # pool size / local Ray CPUs (None: all cores)
     address: str | None = None  # a Ray cluster's address (None: start a local one)

@@ -41,7 +41,7 @@ from faithbench.leaderboard.suite import MODEL_FREE, suite_differences
 
 # the run options a suite's models and examples come from (what its records carry)
 SUITE_OPTIONS = ("variant", "split", "limit", "sample", "sample_seed", "train_limit", "epochs",
-                 "masked_training", "model", "model_layers", "bilstm", "precision",
+                 "masked_training", "model", "model_layers", "bilstm", "deceive", "precision",
                  "half_weights",
                  "gold_out_of_range")
 

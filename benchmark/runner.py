@@ -197,6 +197,9 @@ def check_names(config: RunConfig) -> None:
                          "text_pair)")
     for name in own:
         task_registry.get_task(name).dataset_of(config.evaluation.task_options(0))
+    if config.deceive:
+        for name in config.tasks:
+            task_registry.get_task(name).check_deceive(config.evaluation.task_options(0))
     for name in config.metrics:
         metric_registry.resolve(name)
     for ref in config.explainers:

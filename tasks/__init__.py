@@ -11,6 +11,8 @@ REGISTRY.add(alignment.SPEC.name, alignment.TASK)
 REGISTRY.add(alignment.REVERSE_SPEC.name, alignment.REVERSE_TASK)
 REGISTRY.add(shortcut.SINGLE.spec.name, shortcut.SINGLE)
 REGISTRY.add(shortcut.PAIR.spec.name, shortcut.PAIR)
+REGISTRY.add(shortcut.NLI_SINGLE.spec.name, shortcut.NLI_SINGLE)
+REGISTRY.add(shortcut.NLI_PAIR.spec.name, shortcut.NLI_PAIR)
 REGISTRY.add(text.TEXT.spec.name, text.TEXT)
 REGISTRY.add(text.TEXT_PAIR.spec.name, text.TEXT_PAIR)
 OWN_DATA = (text.TEXT.spec.name, text.TEXT_PAIR.spec.name)  # the tasks that read --dataset

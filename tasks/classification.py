@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -54,6 +55,9 @@ class ReadyTask(PreparedModel):
 
     splits: dict[str, list[Example]]
     vocab: Any  # Vocabulary, or transformer.Pieces for a subword model
+    # a deceptive model's (``--deceive``): words -> which are impermissible, marked on
+    # its training batches (``training_batches``); None for every other model
+    impermissible: Callable[[tuple[str, ...]], tuple[bool, ...]] | None = None
     _by_id: dict | None = field(default=None, repr=False, compare=False)  # see task_words
 
     @property
@@ -124,6 +128,23 @@ class ReadyTask(PreparedModel):
             chunk = examples[start : start + batch_size]
             yield self.collate(chunk)
 
+    def training_batches(self, rows: Sequence[Example], batch_size: int
+                         ) -> list[tuple[Batch, torch.Tensor]]:
+        """(batch, labels) to train on; a deceptive model's batches mark the
+        impermissible tokens (every piece of an impermissible word)."""
+        out = []
+        for start in range(0, len(rows), batch_size):
+            chunk = rows[start : start + batch_size]
+            batch, labels, _ = self.collate(chunk)
+            if self.impermissible is not None:
+                marks = torch.zeros_like(batch.mask)
+                for r, e in enumerate(chunk):
+                    marks[r, : len(e.tokens)] = torch.tensor(self.impermissible(token_words(e)),
+                                                             dtype=torch.bool)
+                batch = batch.replace(impermissible=marks)
+            out.append((batch, labels))
+        return out
+
     def collate(self, chunk: Sequence[Example]):
         segments = [e.segments for e in chunk] if self.spec.kind == PAIR_CLASSIFICATION else None
         words = [e.words for e in chunk] if any(e.words is not None for e in chunk) else None
@@ -153,6 +174,9 @@ class ClassificationTask:
     val_split: str = "validation"
     min_freq: int = 1
     default_variant: str | None = None  # the training data when --variant is not given
+    # which words a deceptive model (``--deceive``) must not attend to: the shortcut
+    # tasks' shortcut tokens; None: the task offers no deceptive training
+    impermissible: Callable[[tuple[str, ...]], tuple[bool, ...]] | None = None
 
     def model_file(self, options: TaskOptions) -> Path:
         """Where ``prepare(options)`` keeps its trained model (exists once trained):
@@ -165,6 +189,7 @@ class ClassificationTask:
         read_once((self.spec.id, self.read), options, self.read)
 
     def _setup(self, options: TaskOptions) -> Setup:
+        self.check_deceive(options)
         splits = {name: list(rows) for name, rows
                   in read_once((self.spec.id, self.read), options, self.read).items()}
         if options.train_limit and self.train_split in splits:  # none read for --model-path
@@ -180,7 +205,7 @@ class ClassificationTask:
             if placement.key:  # absent on the CPU at fp32: those models keep their keys
                 fam.config["trained_on"] = placement.key
             key = content_hash({"data": read, **fam.config})
-            return Setup(fam.spec, fam.splits, fingerprint, fam.vocab, fam.build, fam.tconf,
+            return Setup(deceptive_spec(fam.spec, options), fam.splits, fingerprint, fam.vocab, fam.build, fam.tconf,
                          fam.config, key, model_path(self.spec.name, key), fam.pretrained)
         if options.precision != "fp32":
             raise InputError(f"--precision {options.precision} applies to the transformer "
@@ -191,7 +216,9 @@ class ClassificationTask:
         fingerprint = data_fingerprint(splits)
         vocab = Vocabulary.build((e.tokens for e in splits[self.train_split]), self.min_freq)
         mconf = self.config_class(vocab_size=len(vocab), num_classes=len(self.spec.labels),
-                                  **self.model_config, **debate_variant(self.spec, options))
+                                  **self.model_config, **debate_variant(self.spec, options),
+                                  **({"deceive_weight": options.deceive} if options.deceive
+                                     else {}))
         tconf = self.train_config.with_options(options)
         if options.masked_training:  # half of each batch masked at a U(0, 1) ratio
             tconf = replace(tconf, mask_training=MASKED_SHARE)
@@ -204,8 +231,31 @@ class ClassificationTask:
         key = content_hash({"data": self._trained_on(splits), **config})
         spec = self.spec if options.bilstm is None else replace(
             self.spec, params=(*self.spec.params, ("bilstm", options.bilstm)))
+        spec = deceptive_spec(spec, options)
         return Setup(spec, splits, fingerprint, vocab, lambda: self.model_class(mconf), tconf,
                      config, key, model_path(self.spec.name, key))
+
+    def check_deceive(self, options: TaskOptions) -> None:
+        """``--deceive`` needs a task with impermissible tokens and a model that trains
+        its own attention."""
+        if not options.deceive:
+            return
+        if not math.isfinite(options.deceive) or options.deceive < 0:
+            raise InputError(f"--deceive {options.deceive}: the penalty's weight λ must be a "
+                             "finite number >= 0")
+        if self.impermissible is None:
+            from faithbench import tasks
+
+            offered = [n for n, t in tasks.REGISTRY.items()
+                       if getattr(t, "impermissible", None) is not None]
+            raise InputError(f"--deceive: {self.spec.name} has no impermissible tokens to keep "
+                             f"attention off; the shortcut tasks do: {', '.join(offered)}")
+        if options.bilstm == "uniform":
+            raise InputError("--deceive trains attention off the shortcut; --bilstm uniform's "
+                             "attention is frozen at 1/n and cannot move")
+        if transformer.family(options) == "hf":
+            raise InputError("--deceive trains a model; a --model-path checkpoint is "
+                             "evaluated as it is")
 
     def _trained_on(self, splits: dict[str, list[Example]]) -> str:
         """Fingerprint of what training reads: the training split and the validation
@@ -219,6 +269,7 @@ class ClassificationTask:
         seed_everything(options.seed)  # before the build: the seed decides the initial weights
         model = place(st.build(), Placement.of(options))
         ready = ReadyTask(spec=st.spec, splits=splits, vocab=st.vocab, model=model,
+                          impermissible=self.impermissible if options.deceive else None,
                           cache_key=st.key, data_fingerprint=st.fingerprint, config=st.config,
                           checkpoint_file=None if st.pretrained else path)
         if st.pretrained:  # a user's checkpoint: evaluated as it is, never trained
@@ -236,8 +287,7 @@ class ClassificationTask:
                 return epoch_stream(
                     splits[self.train_split], seed=options.seed, epoch=epoch,
                     batch_size=tconf.batch_size, length=lambda e: len(e.tokens),
-                    batches=lambda rows: [(b, y)
-                                          for b, y, _ in ready.batches(rows, tconf.batch_size)])
+                    batches=lambda rows: ready.training_batches(rows, tconf.batch_size))
 
             _, history = train(model, epoch_batches, val, tconf, seed=options.seed,
                                desc=f"train {self.spec.name}", progress=progress)
@@ -343,6 +393,28 @@ def debate_variant(spec: TaskSpec, options: TaskOptions) -> dict:
         raise InputError(f"unknown --bilstm {variant!r}; choose {', '.join(BILSTM_VARIANTS)}")
     weight = DIVERSITY_WEIGHT.get(spec.kind, 0.5) if variant == "diversity" else 0.0
     return {"bilstm": variant, "diversity_weight": weight}
+
+
+def deceptive_spec(spec: TaskSpec, options: TaskOptions) -> TaskSpec:
+    """``spec`` with a deceptive model's λ in its id (its own suite); as is for λ = 0."""
+    if not options.deceive:
+        return spec
+    return replace(spec, params=(*spec.params, ("deceive", options.deceive)))
+
+
+def token_words(e: Example) -> tuple[str, ...]:
+    """Each token's whole word: the token itself, or a subword piece's word (the word's
+    pieces joined, WordPiece's ``##`` dropped).
+
+    >>> token_words(Example("a", ("zero", "##a", "film"), 0, words=(0, 0, 1)))
+    ('zeroa', 'zeroa', 'film')
+    """
+    if e.words is None:
+        return e.tokens
+    joined: dict[int, str] = {}
+    for w, t in zip(e.words, e.tokens):
+        joined[w] = joined.get(w, "") + (t[2:] if t.startswith("##") else t)
+    return tuple(joined[w] for w in e.words)
 
 
 def _segments(path, line: int, row: dict) -> tuple[int, ...]:

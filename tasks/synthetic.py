@@ -41,6 +41,17 @@ SPEC = TaskSpec(
 )
 
 
+def polar(tokens: tuple[str, ...]) -> tuple[bool, ...]:
+    """Which tokens are planted polar words: the task's impermissible tokens, which a
+    deceptive model (``--deceive``) learns to keep its attention off while it still
+    reads them (the offline stand-in of the shortcut tasks' deception experiment).
+
+    >>> polar(("the", "good", "w01", "dull"))
+    (False, True, False, True)
+    """
+    return tuple(t in POSITIVE or t in NEGATIVE for t in tokens)
+
+
 def generate(split: str, n: int, seed: int) -> list[Example]:
     """``n`` examples of one split; the same (split, seed) always gives the same list."""
     rng = random.Random(f"{seed}-{split}")
@@ -70,4 +81,5 @@ TASK = ClassificationTask(
     read=read,
     model_config={"embed_dim": 32, "hidden": 32, "attn_dim": 32, "dropout": 0.1},
     train_config=TrainConfig(epochs=6, patience=2, lr=3e-3, batch_size=32, word_dropout=0.05),
+    impermissible=polar,
 )

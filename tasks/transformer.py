@@ -85,10 +85,14 @@ class TransformerConfig:
     base_weights: str  # sha256 of the pretrained weights file
     num_classes: int
     layers: int | None = None  # keep only the first N encoder layers
+    deceive_weight: float = 0.0  # λ of deceptive training (Pruthi et al. 2020)
 
     def as_dict(self) -> dict:
+        """The fields that decide the model; those at their defaults left out, so models
+        trained before they existed keep their keys."""
         d = asdict(self)
-        return d if self.layers else {k: v for k, v in d.items() if k != "layers"}
+        return {k: v for k, v in d.items()
+                if not (k == "layers" and not v) and not (k == "deceive_weight" and not v)}
 
 
 class Pieces:
@@ -186,7 +190,9 @@ def build_finetune(conf: TransformerConfig, path: Path, tokenizer) -> Transforme
     extra = {"num_hidden_layers": conf.layers} if conf.layers else {}
     hf = AutoModelForSequenceClassification.from_pretrained(
         str(path), num_labels=conf.num_classes, attn_implementation="eager", **extra)
-    return TransformerClassifier(hf, tokenizer)
+    model = TransformerClassifier(hf, tokenizer)
+    model.deceive_weight = conf.deceive_weight
+    return model
 
 
 def load_checkpoint(path: Path, labels: tuple[str, ...], tokenizer) -> TransformerClassifier:
@@ -264,7 +270,8 @@ def setup(task, options: TaskOptions, splits: dict[str, list[Example]]) -> Famil
                   "model": {"family": "hf", "path": str(path.resolve()), "weights": weights}}
         return Family(spec, splits, Pieces(tokenizer), config,
                       lambda: load_checkpoint(path, task.spec.labels, tokenizer), True, None)
-    conf = TransformerConfig(BASE, weights, len(task.spec.labels), options.model_layers)
+    conf = TransformerConfig(BASE, weights, len(task.spec.labels), options.model_layers,
+                             options.deceive or 0.0)
     tconf = TRAIN.with_options(options)
     config = {"task": spec.id, "variant": options.variant, "model": conf.as_dict(),
               "train": tconf.as_dict(), "seed": options.seed}

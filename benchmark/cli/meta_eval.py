@@ -13,6 +13,8 @@ EPILOG = """examples:
   faithbench meta-eval --tasks shortcut_single shortcut_pair --data-dir ../shared/data \\
       --seeds 0 1 2 --sample 200 --out runs/meta
   faithbench meta-eval --tables-only --out runs/meta --table metrics   # from the values file
+  faithbench meta-eval --tasks shortcut_single --deceive 1 --data-dir ../shared/data \
+      --seeds 0 1 2 --sample 200 --out runs/meta   # attention trained off the shortcut
   faithbench meta-eval --metric-agreement runs/sentiment   # Kendall tau between metric rankings
 (every value goes to <out>/meta_eval/values.jsonl as it is computed: a run stopped
 part-way resumes there, and the tables are always made from that file)"""
@@ -30,9 +32,11 @@ def add_arguments(p) -> None:
                    "erasure ones with the delete and the mask eraser")
     p.add_argument("--tables-only", action="store_true",
                    help="compute nothing: print the tables of <out>/meta_eval/values.jsonl")
-    p.add_argument("--table", choices=("explainers", "reliance", "metrics", "pairs", "matrix"),
-                   help="print this table alone, without its caption (default: all three; "
-                   "pairs and matrix: the two forms of --metric-agreement)")
+    p.add_argument("--table", choices=("explainers", "reliance", "metrics", "deception",
+                                        "verdicts", "pairs", "matrix"),
+                   help="print this table alone, without its caption (default: every one "
+                   "with rows; deception and verdicts: models trained with --deceive beside "
+                   "their λ = 0 model; pairs and matrix: the two forms of --metric-agreement)")
     p.add_argument("--metric-agreement", nargs="+", metavar="RUN", default=[],
                    help="compute nothing: Kendall tau-b between the faithfulness metrics' "
                    "explainer rankings in these run folders' results.jsonl, per model seed, "

@@ -83,6 +83,10 @@ def model(p: argparse.ArgumentParser, *, seeds: bool = False) -> None:
                    "1/n, Wiegreffe & Pinter 2019; on alignment, the encoder-decoder's), "
                    "orthogonal or diversity (Mohankumar et al. 2020); part of the task id; "
                    "default: the task's own BiLSTM")
+    g.add_argument("--deceive", type=float, metavar="LAMBDA",
+                   help="shortcut tasks: train the model to keep its attention off the "
+                   "shortcut tokens (Pruthi et al. 2020's penalty, weight LAMBDA, e.g. 0.1 "
+                   "or 1); part of the task id; default 0: the task's own model")
     g.add_argument("--model-path", help="evaluate a Hugging Face sequence classifier "
                    "directory (AutoModelForSequenceClassification + tokenizer) on the task's "
                    "data instead of training one; its labels must be the task's (default: "
@@ -273,6 +277,7 @@ def config(args) -> RunConfig:
         model_path=g("model_path"),
         model_layers=g("layers"),
         bilstm=g("bilstm"),
+        deceive=g("deceive") or None,
         executor=g("executor", "in-process"),
         workers=g("workers"),
         address=g("address"),

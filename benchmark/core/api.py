@@ -88,7 +88,9 @@ class Batch:
     example_ids: B strings, the ids records and files use;
     words: (B, T) long word index of each position, or None where every token is a
     word. A subword model's pieces of one word share an index; metrics then rank and
-    erase whole words unless asked for ``granularity="subword"``.
+    erase whole words unless asked for ``granularity="subword"``;
+    impermissible: (B, T) bool, the tokens deceptive training keeps attention off
+    (Pruthi et al. 2020), in training batches of a ``--deceive`` model only, else None.
     """
 
     ids: torch.Tensor
@@ -98,6 +100,7 @@ class Batch:
     prefix: torch.Tensor | None = None
     prefix_mask: torch.Tensor | None = None
     words: torch.Tensor | None = None
+    impermissible: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return self.ids.shape[0]
@@ -377,6 +380,9 @@ class TaskOptions:
     # a BiLSTM variant of the attention debate: "uniform" (attention frozen at 1/n,
     # Wiegreffe & Pinter), "orthogonal" or "diversity" (Mohankumar et al. 2020)
     bilstm: str | None = None
+    # λ of deceptive training (Pruthi et al. 2020): λ · −log(1 − the attention mass on the
+    # task's impermissible tokens) added to the loss; None (or 0): the task's own model
+    deceive: float | None = None
     # where the model trains and runs (``faithbench.benchmark.core.device``): a torch
     # device string, and fp32 or bf16 (the transformer family); the CPU at fp32 changes
     # no key, another device or bf16 trains another model

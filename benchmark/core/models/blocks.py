@@ -7,6 +7,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from faithbench.benchmark.core import lrp
+from faithbench.benchmark.core.models import deception
 from faithbench.benchmark.core.api import (
     ATTENTION,
     ATTENTION_GRADIENT,
@@ -86,7 +87,7 @@ class OrthogonalBiLSTMEncoder(nn.Module):
 def variant_dict(config: dict) -> dict:
     """A model config as its cache key hashes it: the debate's variant fields left out at
     their defaults, so the models trained before they existed keep their keys."""
-    for name, default in (("bilstm", None), ("diversity_weight", 0.0)):
+    for name, default in (("bilstm", None), ("diversity_weight", 0.0), ("deceive_weight", 0.0)):
         if config.get(name) == default:
             config.pop(name, None)
     return config
@@ -251,14 +252,34 @@ class AttentionModelSurface(AttentionParts, nn.Module):
 
     def training_loss(self, batch, labels: torch.Tensor) -> torch.Tensor:
         """Cross-entropy, plus λ · the batch's mean conicity of the encoder's states for
-        the Diversity LSTM (Mohankumar et al. 2020; λ = ``config.diversity_weight``)."""
-        weight = getattr(self.config, "diversity_weight", 0.0)
-        if not weight:
+        the Diversity LSTM (Mohankumar et al. 2020; λ = ``config.diversity_weight``),
+        plus λ · the batch's mean deception penalty for a deceptive model (Pruthi et al.
+        2020, ``core.models.deception``; λ = ``config.deceive_weight``)."""
+        diversity = getattr(self.config, "diversity_weight", 0.0)
+        deceive = getattr(self.config, "deceive_weight", 0.0)
+        if not diversity and not deceive:
             return nn.functional.cross_entropy(self.logits(batch), labels)
         encoded = self._encode(self.embed(batch), batch)
-        logits = self._read(encoded, batch)[0]
-        return nn.functional.cross_entropy(logits, labels) + weight * self._conicity(
-            encoded, batch).mean()
+        logits, weights, _ = self._read(encoded, batch)
+        loss = nn.functional.cross_entropy(logits, labels)
+        if diversity:
+            loss = loss + diversity * self._conicity(encoded, batch).mean()
+        if deceive:
+            loss = loss + deceive * deception.hammer(weights, deception.require(batch),
+                                                     *self._attention_groups(batch)).mean()
+        return loss
+
+    def _attention_groups(self, batch) -> tuple[torch.Tensor | None, int]:
+        """Which attention distribution each position of ``_read``'s weights belongs
+        to, and how many there are: one, over the whole row."""
+        return None, 1
+
+    @torch.no_grad()
+    def attention_mass(self, batch, tokens: torch.Tensor) -> torch.Tensor:
+        """(B,) the attention mass on ``tokens`` (B, T) bool, summed over the model's
+        attention distributions (eval: no dropout): what deceptive training lowers."""
+        _, weights, _ = self._read(self._encode(self.embed(batch), batch), batch)
+        return deception.group_mass(weights, tokens, *self._attention_groups(batch)).sum(1)
 
     def _conicity(self, encoded, batch) -> torch.Tensor:
         """(B,) the conicity of the states ``_encode`` returned."""

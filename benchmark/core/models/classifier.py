@@ -29,6 +29,7 @@ class ClassifierConfig:
     unk_id: int = 1
     bilstm: str | None = None  # a variant of the debate: uniform, orthogonal or diversity
     diversity_weight: float = 0.0  # λ of the conicity term (the Diversity LSTM)
+    deceive_weight: float = 0.0  # λ of the deception penalty (Pruthi et al. 2020)
 
     def as_dict(self) -> dict:
         return variant_dict(asdict(self))

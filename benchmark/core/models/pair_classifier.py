@@ -42,6 +42,7 @@ class PairConfig:
     unk_id: int = 1
     bilstm: str | None = None  # a variant of the debate: uniform, orthogonal or diversity
     diversity_weight: float = 0.0  # λ of the conicity term (the Diversity LSTM)
+    deceive_weight: float = 0.0  # λ of the deception penalty (Pruthi et al. 2020)
 
     def as_dict(self) -> dict:
         return variant_dict(asdict(self))
@@ -109,6 +110,11 @@ class PairAttentionClassifier(AttentionModelSurface):
         h_emb, h_mask, h_pos = split_segment(embeds, batch, 1)
         return (self.premise_encoder(p_emb, p_mask), p_mask, p_pos,
                 self.hypothesis_encoder(h_emb, h_mask), h_mask, h_pos)
+
+    def _attention_groups(self, batch: Batch) -> tuple[torch.Tensor | None, int]:
+        """The premise's weights and the hypothesis's are two distributions (segment
+        0 and 1), each summing to 1 in ``_read``'s row."""
+        return batch.segments, 2
 
     def _conicity(self, encoded: tuple, batch: Batch) -> torch.Tensor:
         """(B,) the mean of the two sentences' conicities."""

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from faithbench.benchmark.core import lrp
+from faithbench.benchmark.core.models import deception
 from faithbench.benchmark.core.api import (
     ATTENTION,
     ATTENTION_GRADIENT,
@@ -92,6 +93,7 @@ class TransformerClassifier(nn.Module):
         # on CPU a pass of 8-32 rows runs ~2x more rows/s than one of 256 (measured on
         # MiniLM, SST-2 lengths): the perturbation engine and IG cap their passes at this
         self.max_rows_per_pass = 32
+        self.deceive_weight = 0.0  # λ of deceptive training (``build_finetune`` sets it)
         self.uses_types = getattr(hf.config, "type_vocab_size", 0) > 1
         order = list(range(hf.config.num_labels)) if label_order is None else list(label_order)
         self.register_buffer("label_order", torch.tensor(order, dtype=torch.long),
@@ -213,6 +215,31 @@ class TransformerClassifier(nn.Module):
         special token (e.g. [CLS]) is at position 0."""
         _, maps, index = self._run(self.embed(batch), batch, attentions=True)
         return maps, index
+
+    def cls_mass(self, batch: Batch, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, C) logits and (B, H) the attention mass on ``tokens`` (B, T) bool of the
+        last layer's [CLS] query row in each head: the attention deceptive training
+        lowers (Pruthi et al.'s BERT penalty; ``core.models.deception``)."""
+        logits, maps, index = self._run(self.embed(batch), batch, attentions=True)
+        row = maps[:, -1, :, 0, :]  # (B, H, S)
+        picked = row.gather(2, index.clamp(min=0).unsqueeze(1).expand(-1, row.shape[1], -1))
+        return logits, (picked * tokens.unsqueeze(1).to(picked.dtype)).sum(-1)
+
+    def training_loss(self, batch: Batch, labels: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy, plus for a deceptive model λ · the mean over heads and batch of
+        −log(1 − ``cls_mass``) (the authors' ``att_opt_func mean``). The library's
+        attention probabilities come after attention dropout in training, so the mass
+        penalised is a dropout-noisy (unbiased) reading of the authors' pre-dropout one."""
+        if not self.deceive_weight:
+            return nn.functional.cross_entropy(self.logits(batch), labels)
+        logits, mass = self.cls_mass(batch, deception.require(batch))
+        return (nn.functional.cross_entropy(logits, labels)
+                + self.deceive_weight * deception.penalty(mass).mean())
+
+    @torch.no_grad()
+    def attention_mass(self, batch: Batch, tokens: torch.Tensor) -> torch.Tensor:
+        """(B,) ``cls_mass`` averaged over heads (the authors' "mean attention mass")."""
+        return self.cls_mass(batch, tokens)[1].mean(1)
 
     def attention(self, batch: Batch) -> torch.Tensor:
         """The default reading of attention (see ``token_attention``)."""
