@@ -598,8 +598,9 @@ def reliance(session) -> dict:
     tokens are deleted, and the mean attention mass on them (``attention_mass``, where
     the model has one: what deceptive training lowers, Pruthi et al. 2020)."""
     examples = session.examples
-    stripped = [dataclasses.replace(e, tokens=tuple(t for t, r in zip(e.tokens, e.reference)
-                                                    if not r),
+    stripped = [dataclasses.replace(e, tokens=_kept(e.tokens, e.reference),
+                                    segments=None if e.segments is None
+                                    else _kept(e.segments, e.reference),
                                     words=None if e.words is None else _kept_words(e),
                                     reference=None)
                 for e in examples]
@@ -619,6 +620,12 @@ def reliance(session) -> dict:
         row["attention_mass"] = float(torch.cat([mass(b, ref).cpu() for b, _, ref
                                                  in session.batches(examples)]).mean())
     return row
+
+
+def _kept(items: Sequence, reference: Sequence[bool]) -> tuple:
+    """The items at the positions ``reference`` does not mark (a pair's segment ids
+    go with their tokens)."""
+    return tuple(x for x, r in zip(items, reference) if not r)
 
 
 def _kept_words(e) -> tuple[int, ...]:

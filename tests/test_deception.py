@@ -137,6 +137,44 @@ def test_deceptive_synthetic_model_hides_its_evidence_and_still_reads_it(tmp_pat
     assert out[1.0][3] > 0.3  # because it still reads the polar words
 
 
+def _mass(ready, split="test", n=200):
+    batch, _, ref = ready.collate(ready.splits[split][:n])
+    return float(ready.model.attention_mass(batch, ref).mean())
+
+
+@pytest.mark.parametrize("name", ["shortcut_single", "shortcut_nli_single"])
+def test_meta_eval_of_deceptive_models_on_real_shortcut_data(name, shared_data, tmp_path,
+                                                             monkeypatch, capsys):
+    """SST-2 and SNLI with a planted token (a slice, two epochs), through the command:
+    λ = 1 moves the attention off the shortcut that λ = 0 looks at, and the reliance
+    table says so for both models (the tables on reliant models: the unit tests)."""
+    from faithbench.benchmark.cli import main
+
+    monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "meta"
+    for lam in ("0", "1"):
+        assert main(["--threads", "1", "meta-eval", "--tasks", name, "--deceive", lam,
+                     "--data-dir", str(shared_data), "--train-limit", "1500", "--epochs", "2",
+                     "--limit", "40", "--explainers", "attention", "gradient_x_input",
+                     "--metrics", "comprehensiveness", "--out", str(out),
+                     "--no-progress"]) == 0
+    values = meta_eval.Values.read(out / "meta_eval" / meta_eval.VALUES)
+    mass = {meta_eval.deceived(r["task"])[1]: r["attention_mass"] for r in values.reliance}
+    assert mass[0.0] > 0.3 and mass[1.0] < 0.05
+    text = meta_eval.render(values, tables=["reliance"], captions=False)
+    assert f"{name}@1" in text and f"{name}[deceive=1.0]@1" in text
+
+
+def test_deceptive_minilm_moves_its_cls_attention(tmp_path, monkeypatch):
+    """The transformer family (one layer of MiniLM, a slice of the synthetic task): the
+    [CLS] row's mass on the polar words falls under λ = 1."""
+    pytest.importorskip("transformers")
+    mass = {lam: _mass(_trained(lam, tmp_path, monkeypatch, model="transformer",
+                                model_layers=1, epochs=1, train_limit=400), n=100)
+            for lam in (None, 1.0)}
+    assert mass[1.0] < 0.6 * mass[None]  # 0.013 against 0.025 when written
+
+
 @pytest.mark.parametrize("kind", shortcut.KINDS)
 def test_nli_shortcuts_go_into_the_hypothesis(kind):
     rng = random.Random(0)
