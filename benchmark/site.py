@@ -206,9 +206,10 @@ def build_site_of_rows(rows: list[Ranked], described: dict[str, dict], costs: di
 
 
 def meta_eval_page(values) -> str:
-    """The meta-evaluation's three tables (``faithbench meta-eval``'s values file):
-    explainers against the ground truth, the models' reliance on it, and which metric
-    recovers the known ranking."""
+    """The meta-evaluation's tables (``faithbench meta-eval``'s values file):
+    explainers against the ground truth, the models' reliance on it, which metric
+    recovers the known ranking, and, for models trained to hide their evidence from
+    attention, the explainers per λ and the metrics' verdicts on attention."""
     from tabulate import tabulate
 
     from faithbench.benchmark import meta_eval
@@ -216,7 +217,9 @@ def meta_eval_page(values) -> str:
     parts = [("<p><a href=\"index.html\">all suites</a></p>"
               "<h1>Meta-evaluation: explainers and metrics against ground truth</h1>"),
              ("<p>Models whose evidence is known: SST-2 with planted shortcut tokens "
-              "(Bastings et al. 2022) and the synthetic task's planted rationales. "
+              "(Bastings et al. 2022) and SNLI hypotheses with them, models trained to "
+              "keep their attention off those tokens (Pruthi et al. 2020), and the "
+              "synthetic task's planted rationales. "
               "<code>ground_truth</code> ranks the known tokens first, "
               "<code>inverted_ground_truth</code> last; a metric that can be trusted puts "
               "them first and last and orders the explainers as the truth does.</p>")]

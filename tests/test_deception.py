@@ -257,3 +257,15 @@ def test_the_gate_leaves_out_a_deceptive_model_that_stopped_relying():
     assert rel[("shortcut_single[deceive=1.0]@1", 1)] is False
     table = meta_eval.render(values, tables=["reliance"], captions=False)
     assert "no: left out" in table and "0.010" in table  # the attention mass column
+
+
+def test_the_site_draws_the_deception_tables():
+    from faithbench.benchmark.site import esc, meta_eval_page
+
+    rows = []
+    for seed in (0, 1):
+        rows += _rows("shortcut_single@1", seed, [0.2, 0.3, 0.25])
+        rows += _rows("shortcut_single[deceive=1.0]@1", seed, [-0.2, -0.3, -0.25])
+    page = meta_eval_page(_values(rows))
+    assert all(esc(meta_eval.CAPTIONS[t]) in page for t in ("deception", "verdicts"))
+    assert "λ = 1" in page and "attention" in page
