@@ -775,7 +775,7 @@ CAPTIONS = {
                "explainer pairs the delete and mask erasers order opposite ways",
     "deception": "Explainers on models trained to hide the shortcut from attention (Pruthi "
                  "et al. 2020), per λ of the penalty (0: the task's own model): "
-                 "precision@k mean [95 % CI over seeds and examples]",
+                 "precision@k and mean rank, mean [95 % CI over seeds and examples]",
     "verdicts": "Do the metrics notice that attention hides the shortcut? yes: the metric "
                 "ranks raw attention below every explainer whose precision@k beats "
                 "attention's (each 95 % interval of the per-example gap above 0); no: a "
@@ -864,7 +864,8 @@ def _metric_rows(values: Values) -> tuple[list, list]:
 
 
 def _deception_rows(values: Values) -> tuple[list, list]:
-    """One row per (task and family, explainer), one column per λ: precision@k."""
+    """One row per (task and family, explainer), one column per λ for precision@k and
+    one per λ for mean rank."""
     groups = deception_groups(values)
     lams = sorted({lam for members in groups.values() for lam, _ in members})
     cells = {(r["task"], r["explainer"]): r for r in explainer_table(values)}
@@ -879,9 +880,11 @@ def _deception_rows(values: Values) -> tuple[list, list]:
         top = by_lam[max(by_lam)]  # the most deceptive model orders the rows
         for name in sorted(names, key=lambda n: -(precision(n, top) or -1.0)):
             rows.append([base, short(name), *(
-                _ci(cells.get((by_lam[lam], name), {}).get("r_precision")) if lam in by_lam
-                else "" for lam in lams)])
-    return rows, ["task", "explainer", *(f"λ = {lam:g}" for lam in lams)]
+                _ci(cells.get((by_lam[lam], name), {}).get(measure), fmt) if lam in by_lam
+                else "" for measure, fmt in (("r_precision", ".3f"), ("mean_rank", ".2f"))
+                for lam in lams)])
+    return rows, ["task", "explainer", *(f"{head} λ = {lam:g}" for head in
+                                         ("precision@k ↑", "mean rank ↓") for lam in lams)]
 
 
 def _verdict_rows(values: Values) -> tuple[list, list]:
