@@ -64,13 +64,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from faithbench.benchmark.core.api import (
-    CLASSIFICATION,
-    PAIR_CLASSIFICATION,
-    Example,
-    TaskOptions,
-    TaskSpec,
-)
+from faithbench.benchmark.core.api import Example, TaskOptions, TaskSpec
 from faithbench.tasks import nli, sentiment
 from faithbench.tasks.classification import ClassificationTask
 
@@ -204,50 +198,34 @@ def _reader(kind: str, nli_rows: bool):
     return read
 
 
-def _task(kind: str) -> ClassificationTask:
+def _task(kind: str, on: ClassificationTask, name: str, variant: str, data: str
+          ) -> ClassificationTask:
+    """The shortcut task of ``kind`` over task ``on``'s data, with its model and
+    training settings."""
     spec = TaskSpec(
-        name=f"shortcut_{kind}",
+        name=name,
         version="1",
-        kind=CLASSIFICATION,
-        dataset=sentiment.HUB_ID,
+        kind=on.spec.kind,
+        dataset=on.spec.dataset,
         eval_split="test",
-        labels=sentiment.SPEC.labels,
-        citation=CITATION + "; data: SST-2 (Socher et al. 2013)",
+        labels=on.spec.labels,
+        citation=f"{CITATION}; data: {data}",
         has_reference=True,  # the shortcut tokens of every test example
         ground_truth=True,  # the shortcut decides the label
     )
-    return ClassificationTask(spec=spec, read=_reader(kind, False),
-                              model_config=sentiment.TASK.model_config,
-                              train_config=sentiment.TASK.train_config,
-                              min_freq=sentiment.TASK.min_freq, default_variant="sentences",
-                              impermissible=impermissible)
-
-
-def _nli_task(kind: str) -> ClassificationTask:
-    spec = TaskSpec(
-        name=f"shortcut_nli_{kind}",
-        version="1",
-        kind=PAIR_CLASSIFICATION,
-        dataset=nli.HUB_ID,
-        eval_split="test",
-        labels=nli.SPEC.labels,
-        citation=CITATION + "; data: SNLI (Bowman et al. 2015)",
-        has_reference=True,
-        ground_truth=True,
-    )
-    return ClassificationTask(spec=spec, read=_reader(kind, True),
-                              model_class=nli.TASK.model_class,
-                              config_class=nli.TASK.config_class,
-                              model_config=nli.TASK.model_config,
-                              train_config=nli.TASK.train_config,
-                              min_freq=nli.TASK.min_freq, default_variant="snli",
+    return ClassificationTask(spec=spec, read=_reader(kind, on is nli.TASK),
+                              model_class=on.model_class, config_class=on.config_class,
+                              model_config=on.model_config, train_config=on.train_config,
+                              min_freq=on.min_freq, default_variant=variant,
                               impermissible=impermissible)
 
 
 CITATION = ("Bastings, Ebert, Zablotskaia, Sandholm & Filippova 2022, \"Will You Find "
             "These Shortcuts?\" A Protocol for Evaluating the Faithfulness of Input Salience "
             "Methods for Text Classification, EMNLP")
-SINGLE = _task("single")
-PAIR = _task("pair")
-NLI_SINGLE = _nli_task("single")
-NLI_PAIR = _nli_task("pair")
+SST2 = "SST-2 (Socher et al. 2013)"
+SINGLE = _task("single", sentiment.TASK, "shortcut_single", "sentences", SST2)
+PAIR = _task("pair", sentiment.TASK, "shortcut_pair", "sentences", SST2)
+SNLI = "SNLI (Bowman et al. 2015)"
+NLI_SINGLE = _task("single", nli.TASK, "shortcut_nli_single", "snli", SNLI)
+NLI_PAIR = _task("pair", nli.TASK, "shortcut_nli_pair", "snli", SNLI)
