@@ -205,8 +205,9 @@ class ClassificationTask:
             if placement.key:  # absent on the CPU at fp32: those models keep their keys
                 fam.config["trained_on"] = placement.key
             key = content_hash({"data": read, **fam.config})
-            return Setup(deceptive_spec(fam.spec, options), fam.splits, fingerprint, fam.vocab, fam.build, fam.tconf,
-                         fam.config, key, model_path(self.spec.name, key), fam.pretrained)
+            return Setup(deceptive_spec(fam.spec, options), fam.splits, fingerprint, fam.vocab,
+                         fam.build, fam.tconf, fam.config, key, model_path(self.spec.name, key),
+                         fam.pretrained)
         if options.precision != "fp32":
             raise InputError(f"--precision {options.precision} applies to the transformer "
                              f"family (--model transformer or --model-path); {self.spec.name}'s "
@@ -413,7 +414,7 @@ def token_words(e: Example) -> tuple[str, ...]:
         return e.tokens
     joined: dict[int, str] = {}
     for w, t in zip(e.words, e.tokens):
-        joined[w] = joined.get(w, "") + (t[2:] if t.startswith("##") else t)
+        joined[w] = joined.get(w, "") + t.removeprefix("##")
     return tuple(joined[w] for w in e.words)
 
 

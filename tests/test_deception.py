@@ -121,7 +121,7 @@ def test_deceptive_synthetic_model_hides_its_evidence_and_still_reads_it(tmp_pat
     for lam in (None, 1.0):
         ready = _trained(lam, tmp_path, monkeypatch, train_limit=1500, epochs=4)
         test = ready.splits["test"][:200]
-        batch, labels, ref = ready.collate(test)
+        batch, _, ref = ready.collate(test)
         mass = float(ready.model.attention_mass(batch, ref).mean())
         kept = [Example(e.id, tuple(t for t, r in zip(e.tokens, e.reference) if not r)
                         or ("the",), e.label) for e in test]

@@ -7,7 +7,6 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from faithbench.benchmark.core import lrp
-from faithbench.benchmark.core.models import deception
 from faithbench.benchmark.core.api import (
     ATTENTION,
     ATTENTION_GRADIENT,
@@ -16,6 +15,7 @@ from faithbench.benchmark.core.api import (
     GRADIENTS,
     LRP,
 )
+from faithbench.benchmark.core.models import deception
 
 
 class BiLSTMEncoder(nn.Module):

@@ -21,7 +21,6 @@ import torch
 from torch import nn
 
 from faithbench.benchmark.core import lrp
-from faithbench.benchmark.core.models import deception
 from faithbench.benchmark.core.api import (
     ATTENTION,
     ATTENTION_GRADIENT,
@@ -34,6 +33,7 @@ from faithbench.benchmark.core.api import (
     Batch,
     token_attention,
 )
+from faithbench.benchmark.core.models import deception
 
 
 class SpecialLayout:
