@@ -185,3 +185,48 @@ def test_placed_verdict_finds_a_clear_first():
         values, names = _verdict_values([0.2, 0.0, 0.0, -0.2, -0.2, -0.2], rng)
         got.append(placed(values, "t", "m", "ground_truth", names, first=True)["verdict"])
     assert got.count("yes") >= 95, got.count("yes")
+
+
+# -- the deception verdicts (meta_eval.attention_verdicts): is raw attention ranked below
+# every explainer that finds the shortcut better than it? The finders are chosen by
+# precision@k (here fixed: attention finds nothing, four others everything); the metric's
+# values are drawn as above. Attention truly tied with one finder on the metric: any "yes"
+# or "no" is false, promised in at most 5 % of datasets (1,000 datasets; measured 2.7 %:
+# 2.4 % "yes", 0.3 % "no").
+def _deceptive_values(means, rng, n_seeds=3, n=100):
+    from faithbench.benchmark import meta_eval
+
+    task = "t[deceive=1.0]@1"
+    names = ["attention@1"] + [f"e{i}@1" for i in range(1, len(means))]
+    example = rng.normal(0, 0.2, n)
+    rows = {}
+    for name, mu in zip(names, means):
+        x = (mu + rng.normal(0, 0.02, (n_seeds, 1)) + example
+             + rng.normal(0, 0.1, (n_seeds, n)))
+        rows[(task, "m@1", name)] = {s: (tuple(range(n)), x[s]) for s in range(n_seeds)}
+        found = np.full(n, 0.0 if name == "attention@1" else 1.0)
+        rows[(task, "r_precision@1", name)] = {s: (tuple(range(n)), found)
+                                               for s in range(n_seeds)}
+    return meta_eval.Values(rows, {"m@1": "higher", "r_precision@1": "higher"}, [])
+
+
+def test_deception_verdict_errs_in_at_most_5_percent():
+    from faithbench.benchmark.meta_eval import attention_verdicts
+
+    rng = np.random.default_rng(13)
+    wrong = 0
+    for _ in range(1000):
+        values = _deceptive_values([0.0, 0.0, 0.5, 0.5, 0.5], rng)
+        (row,) = attention_verdicts(values)
+        assert row["finders"] == 4
+        wrong += row["attention_last"]["verdict"] != "tie"
+    assert wrong / 1000 <= 0.05 + 2 * 0.007, f"{wrong / 1000:.3f} false verdicts"
+
+
+def test_deception_verdict_finds_attention_clearly_last():
+    from faithbench.benchmark.meta_eval import attention_verdicts
+
+    rng = np.random.default_rng(14)
+    got = [attention_verdicts(_deceptive_values([0.0, 0.2, 0.3, 0.5, 0.5], rng))[0]
+           ["attention_last"]["verdict"] for _ in range(100)]
+    assert got.count("yes") >= 95, got.count("yes")
