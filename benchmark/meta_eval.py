@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -49,6 +50,7 @@ from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.records import append_jsonl, read_jsonl
 from faithbench.benchmark.core.validation import model_eval
 
+log = logging.getLogger(__name__)
 GROUND_TRUTH, INVERTED = "ground_truth", "inverted_ground_truth"
 ORACLES = (GROUND_TRUTH, INVERTED)
 TRUTH_MEASURES = ("r_precision", "mean_rank")  # precision@k and mean rank
@@ -641,7 +643,9 @@ def evaluate(config) -> tuple[Path, list]:
     default ``default_metrics``) on each ground-truth model of ``config`` (tasks x
     seeds), appending each (model, explainer,
     metric)'s per-example values to ``<out>/meta_eval/values.jsonl``; rows already
-    there are not computed again. Returns (that path, plugin failures)."""
+    there are not computed again. A model that does not follow its ground truth (its
+    reliance row below ``RELIANCE_MIN``) is not scored: its values would be left out
+    of every table. Returns (that path, plugin failures)."""
     from faithbench import metrics as registry
     from faithbench import submissions
     from faithbench.benchmark.runner import check_explainer, load_explainers, serviceable
@@ -684,8 +688,15 @@ def evaluate(config) -> tuple[Path, list]:
                 session = session.on(examples)
             model = Model(session.spec.id, seed, session.prepared.checkpoint,
                           selection_label(config.as_dict()))
-            if row_key(model, "-", "reliance") not in done:
+            key = row_key(model, "-", "reliance")
+            if key not in done:
                 write_reliance(path, model, reliance(session))
+            relied = next(r for r in read_jsonl(path) if r["key"] == key)
+            if relied["scored_accuracy"] < RELIANCE_MIN:  # its values would be left out
+                log.warning("%s seed %d does not follow its ground truth (accuracy %.3f on "
+                            "the scored examples, below %.2f): left out, not scored",
+                            session.spec.id, seed, relied["scored_accuracy"], RELIANCE_MIN)
+                continue
             metrics = session.applicable(
                 truth + (asked or default_metrics(session.spec.kind, retrains=bilstm)))
             explainers = (loaded if config.explainers else

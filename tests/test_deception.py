@@ -269,3 +269,20 @@ def test_the_site_draws_the_deception_tables():
     page = meta_eval_page(_values(rows))
     assert all(esc(meta_eval.CAPTIONS[t]) in page for t in ("deception", "verdicts"))
     assert "λ = 1" in page and "attention" in page
+
+
+def test_meta_eval_does_not_score_a_model_that_ignores_its_ground_truth(tmp_path, monkeypatch,
+                                                                       caplog):
+    """A model below the reliance gate gets its reliance row and nothing else: its values
+    would be left out of every table, so computing them is waste."""
+    from faithbench.benchmark.cli import main
+
+    monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "meta"
+    assert main(["--threads", "1", "meta-eval", "--train-limit", "40", "--epochs", "1",
+                 "--allow-weak-model", "--limit", "30", "--explainers", "gradient",
+                 "--metrics", "comprehensiveness", "--out", str(out), "--no-progress"]) == 0
+    rows = list(meta_eval.read_jsonl(out / "meta_eval" / meta_eval.VALUES))
+    assert [r["kind"] for r in rows] == ["reliance"]
+    assert rows[0]["scored_accuracy"] < meta_eval.RELIANCE_MIN
+    assert "left out, not scored" in caplog.text
