@@ -149,16 +149,23 @@ VERDICT_CASES = {  # true means, the oracle first
 }
 
 
-def _verdict_values(means, rng, n_seeds=3, n=100):
+def _crossed(means, rng, n_seeds=3, n=100):
+    """One (seeds, examples) matrix per true mean: seed and residual noise around a
+    shared example effect (the gaps between them are paired)."""
+    example = rng.normal(0, 0.2, n)
+    return [mu + rng.normal(0, 0.02, (n_seeds, 1)) + example + rng.normal(0, 0.1, (n_seeds, n))
+            for mu in means]
+
+
+def _by_seed(x):
+    return {s: (tuple(range(x.shape[1])), x[s]) for s in range(x.shape[0])}
+
+
+def _verdict_values(means, rng):
     from faithbench.benchmark import meta_eval
 
     names = ["ground_truth"] + [f"e{i}" for i in range(1, len(means))]
-    example = rng.normal(0, 0.2, n)
-    rows = {}
-    for name, mu in zip(names, means):
-        x = (mu + rng.normal(0, 0.02, (n_seeds, 1)) + example
-             + rng.normal(0, 0.1, (n_seeds, n)))
-        rows[("t", "m", name)] = {s: (tuple(range(n)), x[s]) for s in range(n_seeds)}
+    rows = {("t", "m", name): _by_seed(x) for name, x in zip(names, _crossed(means, rng))}
     return meta_eval.Values(rows, {"m": "higher"}, []), names
 
 
@@ -193,20 +200,16 @@ def test_placed_verdict_finds_a_clear_first():
 # values are drawn as above. Attention truly tied with one finder on the metric: any "yes"
 # or "no" is false, promised in at most 5 % of datasets (1,000 datasets; measured 2.7 %:
 # 2.4 % "yes", 0.3 % "no").
-def _deceptive_values(means, rng, n_seeds=3, n=100):
+def _deceptive_values(means, rng):
     from faithbench.benchmark import meta_eval
 
     task = "t[deceive=1.0]@1"
     names = ["attention@1"] + [f"e{i}@1" for i in range(1, len(means))]
-    example = rng.normal(0, 0.2, n)
     rows = {}
-    for name, mu in zip(names, means):
-        x = (mu + rng.normal(0, 0.02, (n_seeds, 1)) + example
-             + rng.normal(0, 0.1, (n_seeds, n)))
-        rows[(task, "m@1", name)] = {s: (tuple(range(n)), x[s]) for s in range(n_seeds)}
-        found = np.full(n, 0.0 if name == "attention@1" else 1.0)
-        rows[(task, "r_precision@1", name)] = {s: (tuple(range(n)), found)
-                                               for s in range(n_seeds)}
+    for name, x in zip(names, _crossed(means, rng)):
+        rows[(task, "m@1", name)] = _by_seed(x)
+        found = np.full_like(x, 0.0 if name == "attention@1" else 1.0)
+        rows[(task, "r_precision@1", name)] = _by_seed(found)
     return meta_eval.Values(rows, {"m@1": "higher", "r_precision@1": "higher"}, [])
 
 
