@@ -33,7 +33,7 @@ from faithbench.benchmark.core.proxy import ModelProxy
 
 DEVICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
 PRECISIONS = ("fp32", "bf16")
-SURFACE = FORWARD_METHODS | {"embed", "teacher_forced_logits"}
+SURFACE = FORWARD_METHODS | {"embed", "teacher_forced_logits", "training_loss", "attention_mass"}
 _SPEC = re.compile(r"(auto|cpu|mps|cuda)(?::(\d+))?")
 
 
