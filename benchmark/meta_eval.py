@@ -124,9 +124,9 @@ class Model:
         return dataclasses.asdict(self)
 
 
-def done_keys(path: Path) -> set[str]:
-    """The row keys already in the values file (a resumed run skips them)."""
-    return {row["key"] for row in read_jsonl(path)} if path.exists() else set()
+def relies(row: dict) -> bool:
+    """Whether a reliance row's model follows its ground truth (``RELIANCE_MIN``)."""
+    return row["scored_accuracy"] >= RELIANCE_MIN
 
 
 def row_key(model: Model, explainer: str, metric: str) -> str:
@@ -177,7 +177,7 @@ class Values:
                 tuple(row["ids"]), values)
             direction[row["metric"]] = row["direction"]
         for (task, seed), row in reliance.items():
-            row["relies"] = row["scored_accuracy"] >= RELIANCE_MIN
+            row["relies"] = relies(row)
             if not row["relies"]:
                 for by_seed in (v for (t, _, _), v in rows.items() if t == task):
                     by_seed.pop(seed, None)
@@ -674,7 +674,9 @@ def evaluate(config) -> tuple[Path, list]:
     loaded, _, failures = load_explainers(config)  # once: a plugin loads in a worker
     for f in failures:
         append_jsonl(out / "failures.jsonl", f.as_dict())
-    done = done_keys(path)
+    written = read_jsonl(path) if path.exists() else []  # read once: a run resumes here
+    done = {row["key"] for row in written}
+    relied = {row["key"]: row for row in written if row["kind"] == "reliance"}
     truth = [registry.get_metric(m) for m in TRUTH_MEASURES]
     bilstm = not (config.model_path or config.model not in (None, "bilstm"))
     for name in config.tasks:
@@ -689,13 +691,14 @@ def evaluate(config) -> tuple[Path, list]:
             model = Model(session.spec.id, seed, session.prepared.checkpoint,
                           selection_label(config.as_dict()))
             key = row_key(model, "-", "reliance")
-            if key not in done:
-                write_reliance(path, model, reliance(session))
-            relied = next(r for r in read_jsonl(path) if r["key"] == key)
-            if relied["scored_accuracy"] < RELIANCE_MIN:  # its values would be left out
+            if key not in relied:
+                relied[key] = {**model.key, **reliance(session)}
+                write_reliance(path, model, relied[key])
+            if not relies(relied[key]):  # its values would be left out
                 log.warning("%s seed %d does not follow its ground truth (accuracy %.3f on "
                             "the scored examples, below %.2f): left out, not scored",
-                            session.spec.id, seed, relied["scored_accuracy"], RELIANCE_MIN)
+                            session.spec.id, seed, relied[key]["scored_accuracy"],
+                            RELIANCE_MIN)
                 continue
             metrics = session.applicable(
                 truth + (asked or default_metrics(session.spec.kind, retrains=bilstm)))

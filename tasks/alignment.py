@@ -284,14 +284,6 @@ class AlignmentTask:
         return _Plan(gold, dropped, training, held, src_vocab, tgt_vocab, mconf, tconf,
                      fingerprint, config, key, model_path(self.spec.name, key))
 
-    def check_deceive(self, options: TaskOptions) -> None:
-        """Deceptive training keeps a classifier's attention off a shortcut task's
-        impermissible tokens; a translation model has none."""
-        if options.deceive:
-            raise InputError(f"--deceive: {self.spec.name} has no impermissible tokens; the "
-                             "shortcut tasks have (shortcut_single, shortcut_pair, "
-                             "shortcut_nli_single, shortcut_nli_pair, synthetic)")
-
     def model_file(self, options: TaskOptions) -> Path:
         """Where ``prepare(options)`` keeps its trained model (exists once trained)."""
         return self._plan(options).path

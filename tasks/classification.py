@@ -245,12 +245,7 @@ class ClassificationTask:
             raise InputError(f"--deceive {options.deceive}: the penalty's weight λ must be a "
                              "finite number >= 0")
         if self.impermissible is None:
-            from faithbench import tasks
-
-            offered = [n for n, t in tasks.REGISTRY.items()
-                       if getattr(t, "impermissible", None) is not None]
-            raise InputError(f"--deceive: {self.spec.name} has no impermissible tokens to keep "
-                             f"attention off; the shortcut tasks do: {', '.join(offered)}")
+            raise no_impermissible(self.spec.name)
         if options.bilstm == "uniform":
             raise InputError("--deceive trains attention off the shortcut; --bilstm uniform's "
                              "attention is frozen at 1/n and cannot move")
@@ -394,6 +389,17 @@ def debate_variant(spec: TaskSpec, options: TaskOptions) -> dict:
         raise InputError(f"unknown --bilstm {variant!r}; choose {', '.join(BILSTM_VARIANTS)}")
     weight = DIVERSITY_WEIGHT.get(spec.kind, 0.5) if variant == "diversity" else 0.0
     return {"bilstm": variant, "diversity_weight": weight}
+
+
+def no_impermissible(name: str) -> InputError:
+    """The error for ``--deceive`` on task ``name``, which has no impermissible tokens,
+    naming the tasks that have."""
+    from faithbench import tasks
+
+    offered = [n for n, t in tasks.REGISTRY.items()
+               if getattr(t, "impermissible", None) is not None]
+    return InputError(f"--deceive: {name} has no impermissible tokens to keep attention off; "
+                      f"these tasks have: {', '.join(offered)}")
 
 
 def deceptive_spec(spec: TaskSpec, options: TaskOptions) -> TaskSpec:

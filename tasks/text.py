@@ -75,12 +75,6 @@ class TextTask:
     def model_file(self, options: TaskOptions) -> Path:
         return self.concrete(options).model_file(options)
 
-    def check_deceive(self, options: TaskOptions) -> None:
-        """Your own data declares no impermissible tokens to train attention off."""
-        if options.deceive:
-            raise InputError(f"--deceive: {self.spec.name} has no impermissible tokens; the "
-                             "shortcut tasks and synthetic have")
-
     def check_data(self, options: TaskOptions) -> None:
         """Read and check the dataset ``options`` names (kept: ``_data``), training
         nothing: a bad row stops a run before it writes anything."""

@@ -91,8 +91,7 @@ class TransformerConfig:
         """The fields that decide the model; those at their defaults left out, so models
         trained before they existed keep their keys."""
         d = asdict(self)
-        return {k: v for k, v in d.items()
-                if not (k == "layers" and not v) and not (k == "deceive_weight" and not v)}
+        return {k: v for k, v in d.items() if v or k not in ("layers", "deceive_weight")}
 
 
 class Pieces:
@@ -190,9 +189,7 @@ def build_finetune(conf: TransformerConfig, path: Path, tokenizer) -> Transforme
     extra = {"num_hidden_layers": conf.layers} if conf.layers else {}
     hf = AutoModelForSequenceClassification.from_pretrained(
         str(path), num_labels=conf.num_classes, attn_implementation="eager", **extra)
-    model = TransformerClassifier(hf, tokenizer)
-    model.deceive_weight = conf.deceive_weight
-    return model
+    return TransformerClassifier(hf, tokenizer, deceive_weight=conf.deceive_weight)
 
 
 def load_checkpoint(path: Path, labels: tuple[str, ...], tokenizer) -> TransformerClassifier:

@@ -83,7 +83,7 @@ def test_bert_penalty_is_the_last_layer_cls_row_of_every_head():
     from tests.tiny_bert import random_bert
 
     hf, model, tokenizer, batch = random_bert(["zeroa is a fine film", "onea bad"], scale=3.0)
-    model.deceive_weight = 0.5
+    model.deceive_weight = 0.5  # as build_finetune's TransformerConfig(deceive_weight=0.5)
     n = [len(tokenizer.tokenize(w)) for w in ("zeroa", "onea")]  # pieces of the made-up word
     imp = torch.zeros_like(batch.mask)
     imp[0, : n[0]] = True

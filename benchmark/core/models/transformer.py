@@ -68,7 +68,8 @@ class TransformerClassifier(nn.Module):
 
     label_order: torch.Tensor  # a buffer
 
-    def __init__(self, hf: Any, tokenizer, label_order: list[int] | None = None):
+    def __init__(self, hf: Any, tokenizer, label_order: list[int] | None = None,
+                 deceive_weight: float = 0.0):
         super().__init__()
         self.hf: Any = hf  # a transformers PreTrainedModel (its config, embeddings)
         self.tokenizer = tokenizer  # decodes and re-encodes text for the retokenize eraser
@@ -93,7 +94,7 @@ class TransformerClassifier(nn.Module):
         # on CPU a pass of 8-32 rows runs ~2x more rows/s than one of 256 (measured on
         # MiniLM, SST-2 lengths): the perturbation engine and IG cap their passes at this
         self.max_rows_per_pass = 32
-        self.deceive_weight = 0.0  # λ of deceptive training (``build_finetune`` sets it)
+        self.deceive_weight = deceive_weight  # λ of deceptive training (Pruthi et al.)
         self.uses_types = getattr(hf.config, "type_vocab_size", 0) > 1
         order = list(range(hf.config.num_labels)) if label_order is None else list(label_order)
         self.register_buffer("label_order", torch.tensor(order, dtype=torch.long),
