@@ -198,13 +198,8 @@ def check_names(config: RunConfig) -> None:
     for name in own:
         task_registry.get_task(name).dataset_of(config.evaluation.task_options(0))
     if config.deceive:
-        from faithbench.tasks.classification import no_impermissible
-
         for name in config.tasks:
-            check = getattr(task_registry.get_task(name), "check_deceive", None)
-            if check is None:  # not a classification task of its own: no impermissible tokens
-                raise no_impermissible(name)
-            check(config.evaluation.task_options(0))
+            task_registry.check_deceive(name, config.evaluation.task_options(0))
     for name in config.metrics:
         metric_registry.resolve(name)
     for ref in config.explainers:

@@ -1,7 +1,7 @@
 """Tasks: one module per task; the registry is filled by explicit ``add`` calls."""
 
 from faithbench.benchmark.core.registry import Registry
-from faithbench.tasks import alignment, nli, sentiment, shortcut, synthetic, text
+from faithbench.tasks import alignment, classification, nli, sentiment, shortcut, synthetic, text
 
 REGISTRY = Registry("task")
 REGISTRY.add(synthetic.SPEC.name, synthetic.TASK)
@@ -20,3 +20,12 @@ OWN_DATA = (text.TEXT.spec.name, text.TEXT_PAIR.spec.name)  # the tasks that rea
 
 def get_task(name: str):
     return REGISTRY.get(name)
+
+
+def check_deceive(name: str, options) -> None:
+    """Refuse ``--deceive`` on task ``name`` unless it has impermissible tokens to keep
+    attention off (the shortcut tasks and synthetic); checks the task's own options."""
+    check = getattr(get_task(name), "check_deceive", None)
+    if check is None:  # not a classification task of its own: no impermissible tokens
+        raise classification.no_impermissible(name)
+    check(options)
