@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from dataclasses import fields as dataclass_fields
 
-from faithbench.benchmark.core.api import DatasetOptions, TaskOptions
+from faithbench.benchmark.core.api import DatasetOptions, PromptOptions, TaskOptions
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.executor import Executor, make_executor
 from faithbench.benchmark.core.files import content_hash
@@ -81,13 +81,14 @@ class Evaluation:
     half_weights: bool = False  # trained weights rounded to float16 (the published models)
     dataset: DatasetOptions | None = None  # the text and text_pair tasks' own data
     published: str | None = None  # a release folder: its models, never trained here
+    prompt: PromptOptions | None = None  # a decoder's template and read-out
 
     def as_dict(self) -> dict:
         d = asdict(self)
         # at their defaults left out: records written before they existed stay the same
         for name, default in (("precision", "fp32"), ("half_weights", False),
                               ("dataset", None), ("published", None), ("bilstm", None),
-                              ("deceive", None)):
+                              ("deceive", None), ("prompt", None)):
             if d[name] == default:
                 del d[name]
         return d
@@ -102,7 +103,7 @@ class Evaluation:
                            model_path=self.model_path, model_layers=self.model_layers,
                            bilstm=self.bilstm, deceive=self.deceive, device=device, precision=self.precision,
                            half_weights=self.half_weights, dataset=self.dataset,
-                           published=self.published)
+                           published=self.published, prompt=self.prompt)
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,7 @@ class RunConfig:
     allow_weak_model: bool = False  # score a model the gate refuses, marked (core.gate)
     dataset: DatasetOptions | None = None  # --dataset and its columns (tasks text, text_pair)
     published: str | None = None  # a release folder whose models are loaded (submit --published)
+    prompt: PromptOptions | None = None  # --template, --label-words, --classify (decoders)
 
     def __post_init__(self):
         for name in ("limit", "sample"):

@@ -65,7 +65,8 @@ class AttentionExplainer:
                 maps, index = model.attention_maps(batch)
                 weights = token_attention(maps, index, batch.mask,
                                           layer=-1 if self.layer is None else self.layer,
-                                          heads=self.heads or "mean")
+                                          heads=self.heads or "mean",
+                                          query=getattr(model, "query", 0))
         return weights.float().masked_fill(~batch.mask, 0.0)
 
 

@@ -4,7 +4,9 @@
 For each layer l, with A_l the attention averaged over heads (or their maximum),
 Â_l = ½ A_l + ½ I (the residual connection), rows renormalized to sum to 1; the
 rollout is R = Â_L · … · Â_1, and a piece's score is R's [CLS] row at its position,
-renormalized over the pieces (special tokens dropped). Raw attention of one layer
+renormalized over the pieces (special tokens dropped); on a decoder, which answers at
+its last position, the row is that position's (the model's ``query``), and the causal
+mask keeps each row to the positions before it. Raw attention of one layer
 ignores that tokens are already mixed by the layers below (Bastings & Filippova's
 point); rollout follows the mixing. It needs every layer's attention
 (``LAYER_ATTENTION``): on a one-layer additive-attention BiLSTM there is nothing to
@@ -73,8 +75,9 @@ class AttentionRolloutExplainer:
         """(B, T) rollout scores summing to 1 over each row's pieces; zero at padding."""
         with torch.no_grad():
             maps, index = model.attention_maps(batch)
-            cls_row = rollout(maps.double(), self.heads)[:, 0, :]  # (B, S)
-        return over_pieces(cls_row, index, batch.mask).float().masked_fill(~batch.mask, 0.0)
+            # the scored position's row: [CLS] (0) of an encoder, a decoder's last
+            row = rollout(maps.double(), self.heads)[:, getattr(model, "query", 0), :]
+        return over_pieces(row, index, batch.mask).float().masked_fill(~batch.mask, 0.0)
 
 
 EXPLAINER = AttentionRolloutExplainer()

@@ -207,7 +207,7 @@ class ClassificationTask:
             key = content_hash({"data": read, **fam.config})
             return Setup(deceptive_spec(fam.spec, options), fam.splits, fingerprint, fam.vocab,
                          fam.build, fam.tconf, fam.config, key, model_path(self.spec.name, key),
-                         fam.pretrained)
+                         fam.pretrained, fam.pretrain)
         if options.precision != "fp32":
             raise InputError(f"--precision {options.precision} applies to the transformer "
                              f"family (--model transformer or --model-path); {self.spec.name}'s "
@@ -274,8 +274,11 @@ class ClassificationTask:
                                        self._check(ready))
             return ready
         tconf = st.tconf
+        lm_loss: list = []
 
         def fit() -> tuple[list, dict]:
+            if st.pretrain is not None:
+                lm_loss.extend(st.pretrain(model, ready))
             size = min(256, getattr(model, "max_rows_per_pass", 256))  # rows per eval pass
             val = [(b, y) for b, y, _ in ready.batches(splits[self.val_split], size)]
 
@@ -294,7 +297,8 @@ class ClassificationTask:
         if options.published:  # the release's model, put into the cache: nothing trains
             from_release(options.published, path)
         made = load_or_train(model, path, train=fit, config=st.config, extra=lambda: {
-            "vocab": getattr(st.vocab, "itos", None), "fingerprints": split_fingerprints(splits)})
+            "vocab": getattr(st.vocab, "itos", None), "fingerprints": split_fingerprints(splits),
+            **({"pretrain_loss": lm_loss} if lm_loss else {})})
         ready.take(made)
         if made.loaded_from_cache:
             self._refresh_accuracy(ready, made.saved, path)
@@ -372,6 +376,8 @@ class Setup(NamedTuple):
     key: str
     path: Path
     pretrained: bool = False
+    # a step before training to classify (a decoder's language-model pre-training)
+    pretrain: Callable[[torch.nn.Module, ReadyTask], list] | None = None
 
 
 BILSTM_VARIANTS = ("uniform", "orthogonal", "diversity")

@@ -29,6 +29,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -39,7 +40,7 @@ from faithbench.benchmark.core.models.transformer import TransformerClassifier
 
 log = logging.getLogger(__name__)
 
-FAMILIES = ("bilstm", "transformer")
+FAMILIES = ("bilstm", "transformer", "decoder")
 BASE = "all-MiniLM-L6-v2"
 # fine-tuning, chosen on SST-2 validation (docs/guides/transformers.md)
 TRAIN = TrainConfig(epochs=3, patience=1, lr=1e-4, batch_size=32, weight_decay=0.01, clip=1.0,
@@ -55,8 +56,8 @@ def family(options: TaskOptions) -> str:
         return "hf"
     name = options.model or "bilstm"
     if name not in FAMILIES:
-        raise InputError(f"unknown model family {name!r}; choose {' or '.join(FAMILIES)} "
-                         "(or --model-path DIR for a Hugging Face classifier)")
+        raise InputError(f"unknown model family {name!r}; choose {', '.join(FAMILIES)} "
+                         "(or --model-path DIR for a Hugging Face checkpoint)")
     return name
 
 
@@ -66,6 +67,14 @@ def family_spec(spec: TaskSpec, name: str) -> TaskSpec:
     if name == "bilstm":
         return spec
     return replace(spec, params=(*spec.params, ("model", name)))
+
+
+def precision_spec(spec: TaskSpec, options: TaskOptions) -> TaskSpec:
+    """``spec`` with a bf16 model's precision in its id: every value changes, so it is a
+    suite of its own."""
+    if options.precision == "fp32":
+        return spec
+    return replace(spec, params=(*spec.params, ("precision", options.precision)))
 
 
 def base_path() -> Path:
@@ -239,6 +248,9 @@ class Family:
     build: Callable[[], torch.nn.Module]
     pretrained: bool  # a --model-path checkpoint: evaluated as it is, never trained
     tconf: TrainConfig | None  # fine-tuning settings (None for a checkpoint)
+    # before training to classify (a decoder's language-model pre-training): called with
+    # the model and the prepared task; returns what goes into the training history
+    pretrain: Callable[[torch.nn.Module, Any], list] | None = None
 
 
 def setup(task, options: TaskOptions, splits: dict[str, list[Example]]) -> Family:
@@ -254,13 +266,14 @@ def setup(task, options: TaskOptions, splits: dict[str, list[Example]]) -> Famil
     if name == "hf":  # evaluated as it is: its training data is not ours to read
         splits = {s: rows for s, rows in splits.items() if s != task.train_split}
     tokenizer = load_tokenizer(path)
+    from faithbench.tasks import decoder  # it builds on this module's parts
+    if name == "decoder" or (name == "hf" and decoder.is_causal(path)):
+        return decoder.setup(task, options, splits, path, tokenizer, pretrained=name == "hf")
     specials = len(tokenizer(["a"], ["b"], is_split_into_words=True)["input_ids"]) - 2
     max_pieces = min(tokenizer.model_max_length, 512) - specials
     splits = {s: split_to_pieces(tokenizer, rows, max_pieces, f"{task.spec.name} {s}")
               for s, rows in splits.items()}
-    spec = family_spec(task.spec, name)
-    if options.precision != "fp32":  # every value changes: a suite of its own
-        spec = replace(spec, params=(*spec.params, ("precision", options.precision)))
+    spec = precision_spec(family_spec(task.spec, name), options)
     weights = file_sha256(weights_file(path))
     if name == "hf":
         config = {"task": spec.id, "variant": options.variant,

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from faithbench.benchmark.core.api import DatasetOptions
+from faithbench.benchmark.core.api import DatasetOptions, PromptOptions
 from faithbench.benchmark.core.device import PRECISIONS, resolve
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.executor import EXECUTORS
@@ -74,10 +74,11 @@ def model(p: argparse.ArgumentParser, *, seeds: bool = False) -> None:
     g.add_argument("--masked-training", action="store_true",
                    help="train the task models with random masking (half of each batch "
                    "masked at a U(0,1) ratio), so erasure is in distribution for them")
-    g.add_argument("--model", choices=("bilstm", "transformer"),
+    g.add_argument("--model", choices=("bilstm", "transformer", "decoder"),
                    help="model family of the classification tasks: bilstm (default, the "
-                   "task's own) or transformer (all-MiniLM-L6-v2 fine-tuned here); part of "
-                   "the task id, so families never share a leaderboard suite")
+                   "task's own), transformer (all-MiniLM-L6-v2 fine-tuned here) or decoder "
+                   "(a small Llama-layout decoder trained here); part of the task id, so "
+                   "families never share a leaderboard suite")
     g.add_argument("--bilstm", choices=("uniform", "orthogonal", "diversity"),
                    help="a BiLSTM of the attention debate: uniform (attention frozen at "
                    "1/n, Wiegreffe & Pinter 2019; on alignment, the encoder-decoder's), "
@@ -87,10 +88,22 @@ def model(p: argparse.ArgumentParser, *, seeds: bool = False) -> None:
                    help="shortcut tasks: train the model to keep its attention off the "
                    "shortcut tokens (Pruthi et al. 2020's penalty, weight LAMBDA, e.g. 0.1 "
                    "or 1); part of the task id; default 0: the task's own model")
-    g.add_argument("--model-path", help="evaluate a Hugging Face sequence classifier "
-                   "directory (AutoModelForSequenceClassification + tokenizer) on the task's "
-                   "data instead of training one; its labels must be the task's (default: "
-                   "train one)")
+    g.add_argument("--model-path", help="evaluate a Hugging Face checkpoint directory (with "
+                   "its tokenizer) on the task's data instead of training one: a sequence "
+                   "classifier, whose labels must be the task's, or a causal LM (GPT-2, "
+                   "Llama, Qwen2, Mistral layouts) read through --template (default: train "
+                   "one)")
+    g.add_argument("--template", help="decoders: the prompt around the input, with {text} "
+                   "(a pair: {a} and {b}) and text after it, where the class is read, e.g. "
+                   "'Review: {text}\\nSentiment:'; its tokens are never scored; part of the "
+                   "task id (default: '{text}\\nAnswer:', a pair '{a}\\nQuestion: "
+                   "{b}\\nAnswer:')")
+    g.add_argument("--label-words", help="decoders, --classify prompt: one word per label, "
+                   "comma-separated, in the task's label order, whose next-token logits are "
+                   "the class scores (default: the label names)")
+    g.add_argument("--classify", choices=("prompt", "head"), default=None,
+                   help="decoders: prompt (default: the label words' next-token logits) or "
+                   "head (a linear layer on the last position: a ...ForSequenceClassification)")
     g.add_argument("--layers", type=int, help="transformer family: keep only the first N "
                    "encoder layers (small configurations for tests; default: all)")
     g.add_argument("--device", default="auto", help="where models train and run: auto "
@@ -235,6 +248,20 @@ def dataset(args) -> DatasetOptions | None:
                           rationale_kind=args.rationale_kind)
 
 
+def prompt(args) -> PromptOptions | None:
+    """``--template``, ``--label-words`` and ``--classify`` (decoders), None if none given."""
+    template, words = getattr(args, "template", None), getattr(args, "label_words", None)
+    classify = getattr(args, "classify", None)
+    if template is None and words is None and classify is None:
+        return None
+    labels = tuple(w.strip() for w in words.split(",")) if words else None
+    if labels is not None and not all(labels):
+        raise InputError(f"--label-words {words}: an empty word")
+    if template is not None:
+        template = template.replace("\\n", "\n")  # a shell's literal \n is a new line
+    return PromptOptions(template=template, label_words=labels, classify=classify or "prompt")
+
+
 def seeds(args) -> tuple[int, ...]:
     """The model seeds: ``--seeds`` and/or ``--seed`` (which must agree, so a seed asked
     for is never silently replaced), default 0."""
@@ -295,6 +322,7 @@ def config(args) -> RunConfig:
         half_weights=bool(g("half_weights")),
         allow_weak_model=bool(g("allow_weak_model")),
         dataset=dataset(args),
+        prompt=prompt(args),
     )
 
 

@@ -155,8 +155,10 @@ class ExplainableModel(Protocol):
     ``logits_from_attention(weights, batch)`` (``ATTENTION_GRADIENT``: those (B, H, S)
     weights and the logits with given weights in their place), ``value_zeroing_maps``
     (``VALUE_ZEROING``: (B, L, S, S) value-zeroing context mixing per layer, rows summing
-    to 1), ``max_rows_per_pass`` (the most rows worth forwarding at once) and
-    ``retokenize`` (the ``retokenize`` eraser).
+    to 1), ``max_rows_per_pass`` (the most rows worth forwarding at once),
+    ``retokenize`` (the ``retokenize`` eraser) and ``query`` (the full-sequence position
+    whose attention row the output reads: 0, an encoder's [CLS], by default; -1 for a
+    decoder, which answers at its last position).
     """
 
     pad_id: int  # padding id (the BiLSTMs' is the zero vector)
@@ -363,6 +365,19 @@ class DatasetOptions:
 
 
 @dataclass(frozen=True)
+class PromptOptions:
+    """How a decoder classifies (``--model decoder``, or a causal ``--model-path``): the
+    template around the input (``{text}``, or ``{a}`` and ``{b}`` for a pair; None: the
+    task's default), and ``prompt`` (the next-token logits of one label word per class,
+    ``label_words`` None: the task's label names) or ``head`` (a linear layer on the last
+    position). Part of the task id."""
+
+    template: str | None = None
+    label_words: tuple[str, ...] | None = None
+    classify: str = "prompt"
+
+
+@dataclass(frozen=True)
 class TaskOptions:
     """Run-time choices that change data or model (and so the cache key)."""
 
@@ -393,6 +408,7 @@ class TaskOptions:
     # a release folder whose model (named by the content key) is loaded instead of
     # training one: ``submit --published`` (``core.models.lifecycle.from_release``)
     published: str | None = None
+    prompt: PromptOptions | None = None  # a decoder's template and read-out
 
     @property
     def reads_training_split(self) -> bool:
@@ -634,9 +650,10 @@ class SimpleMetric:
 
 def token_attention(maps: torch.Tensor, index: torch.Tensor, mask: torch.Tensor, *,
                     layer: int = -1, heads: str = "mean", query: int = 0) -> torch.Tensor:
-    """(B, T) attention of one layer's ``query`` row (position 0: [CLS]) over the real
-    pieces, heads averaged (or their maximum), renormalized to sum to 1 over the pieces
-    (the mass on special tokens is dropped)."""
+    """(B, T) attention of one layer's ``query`` row (0: [CLS]; -1: a decoder's last
+    position, the model's ``query``) over the real pieces, heads averaged (or their
+    maximum), renormalized to sum to 1 over the pieces (the mass on special tokens and a
+    decoder's template tokens is dropped)."""
     per_layer = maps[:, layer]  # (B, H, S, S)
     row = per_layer[:, :, query, :]  # (B, H, S)
     row = row.mean(1) if heads == "mean" else row.max(1).values

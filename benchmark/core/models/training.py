@@ -194,7 +194,8 @@ def perplexity(model: Any, batches: Iterable[tuple[Batch, torch.Tensor]]) -> flo
 NEXT_WORD = Objective(_next_word_loss, lambda m, b: -perplexity(m, b), "val_neg_perplexity")
 
 
-def _optimizer(model: nn.Module, config: TrainConfig, count_steps: Callable[[], int]):
+def optimizer_and_schedule(model: nn.Module, config: TrainConfig,
+                           count_steps: Callable[[], int]):
     """The optimizer and, for AdamW, its per-step warm-up/decay schedule over
     ``count_steps()`` steps (counted only then: it builds an epoch's batches)."""
     if config.optimizer == "adam":
@@ -230,7 +231,8 @@ def train(
     """
     seed_everything(seed)
     dropout_rng = torch.Generator().manual_seed(seed)
-    opt, schedule = _optimizer(model, config, lambda: config.epochs * len(train_batches(0)))
+    opt, schedule = optimizer_and_schedule(model, config,
+                                           lambda: config.epochs * len(train_batches(0)))
     best, bad, history = -float("inf"), 0, []
     best_state: dict | None = None
     for epoch in range(config.epochs):

@@ -435,26 +435,32 @@ class TransformerClassifier(nn.Module):
     def retokenize(self, batch: Batch) -> Batch:
         """Each row's pieces decoded to text and tokenized again (per segment), as a
         text-level tool sees a perturbed input; see faithbench.benchmark.core.erasers."""
-        segments = [[0] * int(n) for n in batch.lengths] if batch.segments is None else [
-            batch.segments[r][batch.mask[r]].tolist() for r in range(len(batch))]
-        rows = [batch.tokens_of(r) for r in range(len(batch))]
-        texts = {s: [[i for i, g in zip(row, seg) if g == s] for row, seg in zip(rows, segments)]
-                 for s in ((0,) if batch.segments is None else (0, 1))}
-        encoded = {s: self.tokenizer(self.tokenizer.batch_decode(pieces), add_special_tokens=False,
-                                     truncation=False)["input_ids"]
-                   for s, pieces in texts.items()}
-        new = [[i for s in encoded for i in encoded[s][r]] for r in range(len(batch))]
-        new_seg = [[s for s in encoded for _ in encoded[s][r]] for r in range(len(batch))]
-        width = max([len(r) for r in new] + [1])
-        ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
-        out_mask = torch.zeros((len(batch), width), dtype=torch.bool)
-        out_seg = torch.zeros_like(ids)
-        for r, (row, seg) in enumerate(zip(new, new_seg)):
-            ids[r, : len(row)] = torch.tensor(row, dtype=torch.long)
-            out_mask[r, : len(row)] = True
-            out_seg[r, : len(row)] = torch.tensor(seg, dtype=torch.long)
-        return batch.replace(ids=ids, mask=out_mask, words=None,
-                             segments=None if batch.segments is None else out_seg)
+        return retokenized(self.tokenizer, self.pad_id, batch)
+
+
+def retokenized(tokenizer, pad_id: int, batch: Batch) -> Batch:
+    """``batch`` with each row's pieces decoded to text and tokenized again by
+    ``tokenizer``, per segment (the ``retokenize`` eraser of subword models)."""
+    segments = [[0] * int(n) for n in batch.lengths] if batch.segments is None else [
+        batch.segments[r][batch.mask[r]].tolist() for r in range(len(batch))]
+    rows = [batch.tokens_of(r) for r in range(len(batch))]
+    texts = {s: [[i for i, g in zip(row, seg) if g == s] for row, seg in zip(rows, segments)]
+             for s in ((0,) if batch.segments is None else (0, 1))}
+    encoded = {s: tokenizer(tokenizer.batch_decode(pieces), add_special_tokens=False,
+                            truncation=False)["input_ids"]
+               for s, pieces in texts.items()}
+    new = [[i for s in encoded for i in encoded[s][r]] for r in range(len(batch))]
+    new_seg = [[s for s in encoded for _ in encoded[s][r]] for r in range(len(batch))]
+    width = max([len(r) for r in new] + [1])
+    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+    out_mask = torch.zeros((len(batch), width), dtype=torch.bool)
+    out_seg = torch.zeros_like(ids)
+    for r, (row, seg) in enumerate(zip(new, new_seg)):
+        ids[r, : len(row)] = torch.tensor(row, dtype=torch.long)
+        out_mask[r, : len(row)] = True
+        out_seg[r, : len(row)] = torch.tensor(seg, dtype=torch.long)
+    return batch.replace(ids=ids, mask=out_mask, words=None,
+                         segments=None if batch.segments is None else out_seg)
 
 
 def bert_layers(hf: Any) -> Any:

@@ -1,0 +1,290 @@
+"""A decoder-only (causal) Transformer as a classifier, behind the model surface of
+faithbench.api: GPT-2, Llama, Qwen2 and Mistral layouts, or any library model whose
+base takes ``inputs_embeds``, ``attention_mask`` and ``position_ids``.
+
+A Batch row holds the pieces of the input text only; the adapter puts the task's
+template around them (``Template``: the tokenizer's leading special tokens, the
+template's text before, between and after the input's pieces), so template tokens are
+never ranked, erased or scored: they are constants of the model, like BERT's [CLS].
+The class scores are read at the last position of the sequence, either as the
+next-token logits of one label word per class (``prompt``: the usual LLM setting) or by
+a linear head on the last position's hidden state (``head``: the library's
+``...ForSequenceClassification`` of decoder layouts). Sequences are left-padded with
+position ids counted from each row's first real token, so the scored position is the
+last one of every row (``query = -1``: the attention row an attention explainer reads)
+and a padded row computes what the unpadded sequence computes.
+
+There is no [MASK] in a decoder's vocabulary: the ``mask`` eraser substitutes the
+unknown-word token where the tokenizer has one, else a filler word (``FILLER``);
+``pad`` substitutes the padding token, whose embedding the model never saw in place
+of a word; ``delete`` removes the pieces (the eraser cards in
+``faithbench.benchmark.core.erasers`` say the same).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import torch
+from torch import nn
+
+from faithbench.benchmark.core.api import (
+    ATTENTION,
+    EMBEDDINGS,
+    GRADIENTS,
+    LAYER_ATTENTION,
+    Batch,
+    token_attention,
+)
+from faithbench.benchmark.core.errors import InputError
+
+FILLER = "_"  # the mask eraser's word for a tokenizer with neither [MASK] nor unk
+# the layouts the tests build and load; others whose base takes inputs_embeds,
+# attention_mask and position_ids work the same way
+LAYOUTS = ("gpt2", "llama", "qwen2", "mistral")
+PROMPT, HEAD = "prompt", "head"
+
+
+class Template(NamedTuple):
+    """Token ids around an input's pieces: before the first sentence, between the two
+    of a pair, and after the last (the scored position is the last suffix token)."""
+
+    prefix: list[int]
+    middle: list[int]
+    suffix: list[int]
+
+
+def parse_template(text: str, pair: bool) -> tuple[str, str, str]:
+    """The literal parts of a template: ``{text}`` marks the input of a single-sentence
+    task, ``{a}`` and ``{b}`` the two sentences of a pair, each exactly once, in order.
+
+    >>> parse_template("Review: {text}\\nSentiment:", False)
+    ('Review: ', '', '\\nSentiment:')
+    >>> parse_template("{a} Question: {b} Answer:", True)
+    ('', ' Question: ', ' Answer:')
+    """
+    slots = ("{a}", "{b}") if pair else ("{text}",)
+    for slot in slots:
+        if text.count(slot) != 1:
+            raise InputError(f"--template {text!r}: a {'pair' if pair else 'single-sentence'} "
+                             f"task's template has {' and '.join(slots)} exactly once each")
+    if pair:
+        before, rest = text.split("{a}")
+        if "{b}" not in rest:
+            raise InputError(f"--template {text!r}: {{a}} comes before {{b}}")
+        middle, after = rest.split("{b}")
+        return before, middle, after
+    before, after = text.split("{text}")
+    return before, "", after
+
+
+def template_ids(tokenizer, text: str, pair: bool) -> Template:
+    """``text``'s parts as token ids; the prefix starts with the tokenizer's own leading
+    special tokens (Llama's <s>, BERT's [CLS]; GPT-2 has none). The suffix must not be
+    empty: the last template token is where the model answers."""
+    before, middle, after = parse_template(text, pair)
+    if not after.strip():
+        raise InputError(f"--template {text!r}: end it with text after the input (e.g. "
+                         "'Answer:'): the class is read at its last token")
+    lead = tokenizer("a")["input_ids"]
+    lead = lead[: lead.index(tokenizer("a", add_special_tokens=False)["input_ids"][0])]
+
+    def ids(part: str) -> list[int]:
+        return tokenizer(part, add_special_tokens=False)["input_ids"] if part else []
+
+    return Template(lead + ids(before), ids(middle), ids(after))
+
+
+def label_word_ids(tokenizer, words: tuple[str, ...]) -> list[int]:
+    """The id of each label word's first token as the model would continue the template
+    (with a leading space for byte-level tokenizers); the first tokens must differ."""
+    ids = []
+    for word in words:
+        pieces = tokenizer(" " + word, add_special_tokens=False)["input_ids"]
+        if not pieces:
+            raise InputError(f"label word {word!r}: the tokenizer gives it no tokens")
+        ids.append(pieces[0])
+    if len(set(ids)) < len(ids):
+        raise InputError(f"label words {', '.join(words)}: their first tokens "
+                         f"({', '.join(tokenizer.convert_ids_to_tokens(ids))}) are not all "
+                         "different; choose words that start differently (--label-words)")
+    return ids
+
+
+class DecoderClassifier(nn.Module):
+    """``hf``: a causal LM (``prompt``: class c's score is the next-token logit of
+    ``label_ids[c]`` at the last position) or a decoder ``...ForSequenceClassification``
+    (``head``: its ``score`` layer on the last position; ``label_order`` as for the
+    encoder adapter). Loaded with eager attention so every layer's attention is read."""
+
+    label_order: torch.Tensor  # a buffer
+    query = -1  # the scored position: attention explainers read this row
+
+    def __init__(self, hf: Any, tokenizer, template: Template,
+                 label_ids: list[int] | None = None, label_order: list[int] | None = None):
+        super().__init__()
+        self.hf: Any = hf
+        self.tokenizer = tokenizer
+        self.template = template
+        self.mode = PROMPT if label_ids is not None else HEAD
+        if self.mode == HEAD and getattr(hf, "score", None) is None:
+            raise InputError(f"{type(hf).__name__} has no classification head (score); "
+                             "a causal LM classifies by its label words (prompt)")
+        self.label_ids = label_ids
+        self.pad_id = _pad_id(tokenizer)
+        self.mask_id = _filler_id(tokenizer)
+        self.baseline_id = self.pad_id
+        self.capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LAYER_ATTENTION})
+        self.max_rows_per_pass = 32
+        order = list(range(len(label_ids) if label_ids is not None else hf.config.num_labels)) \
+            if label_order is None else list(label_order)
+        self.register_buffer("label_order", torch.tensor(order, dtype=torch.long),
+                             persistent=False)
+
+    def __reduce__(self):
+        """Pickled as its parts (see the encoder adapter's ``__reduce__``)."""
+        weights = {k: v.detach().clone() for k, v in self.hf.state_dict().items()}
+        return _rebuild, (type(self.hf), self.hf.config, weights, self.tokenizer,
+                          self.template, self.label_ids, self.label_order.tolist(),
+                          self.training)
+
+    @property
+    def word_embeddings(self) -> nn.Embedding:
+        return self.hf.get_input_embeddings()
+
+    def embed(self, batch: Batch) -> torch.Tensor:
+        return self.word_embeddings(batch.ids)
+
+    def logits_from_embeddings(self, embeds: torch.Tensor, batch: Batch) -> torch.Tensor:
+        return self._run(embeds, batch)[0]
+
+    def logits(self, batch: Batch) -> torch.Tensor:
+        return self.logits_from_embeddings(self.embed(batch), batch)
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        return self.logits(batch)
+
+    def attention_maps(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, L, H, S, S) attention of every layer and head over the full left-padded
+        sequence (template tokens included; causal, so row i covers columns ≤ i), and
+        (B, T) each batch position's place in it (-1 at padding). The scored position
+        is the last (``query``)."""
+        _, maps, index = self._run(self.embed(batch), batch, attentions=True)
+        return maps, index
+
+    def attention(self, batch: Batch) -> torch.Tensor:
+        """The last layer's attention of the scored position over the pieces, heads
+        averaged (``token_attention`` with ``query=-1``)."""
+        maps, index = self.attention_maps(batch)
+        return token_attention(maps, index, batch.mask, query=self.query)
+
+    def head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(B, C) class scores from (B, D) last-position hidden states, task order."""
+        if self.mode == PROMPT:
+            out = self.hf.get_output_embeddings()
+            rows = torch.as_tensor(self.label_ids, device=hidden.device)
+            logits = hidden @ out.weight.index_select(0, rows).T
+            if getattr(out, "bias", None) is not None:
+                logits = logits + out.bias.index_select(0, rows)
+        else:
+            logits = self.hf.score(hidden)
+        return logits.index_select(1, self.label_order)
+
+    def language_model_loss(self, batch: Batch) -> torch.Tensor:
+        """Mean next-token cross-entropy over a batch of texts (template and all), for
+        language-model pre-training on the task's own text (``prompt`` models only)."""
+        full, real, positions, _, ids = self._wrap(self.embed(batch), batch)
+        hidden = self.hf.base_model(inputs_embeds=full, attention_mask=causal_mask(real, full.dtype),
+                                    position_ids=positions).last_hidden_state
+        logits = self.hf.get_output_embeddings()(hidden[:, :-1])
+        target = ids[:, 1:].masked_fill(~real[:, 1:], -100)
+        return nn.functional.cross_entropy(logits.flatten(0, 1), target.flatten(),
+                                           ignore_index=-100)
+
+    def _run(self, embeds: torch.Tensor, batch: Batch, attentions: bool = False):
+        full, real, positions, index, _ = self._wrap(embeds, batch)
+        out = self.hf.base_model(inputs_embeds=full, attention_mask=causal_mask(real, full.dtype),
+                                 position_ids=positions, output_attentions=attentions)
+        logits = self.head_logits(out.last_hidden_state[:, -1])
+        if not attentions:
+            return logits, None, None
+        return logits, torch.stack(out.attentions, dim=1), torch.where(batch.mask, index, -1)
+
+    def _wrap(self, embeds: torch.Tensor, batch: Batch):
+        """The template around the pieces, left-padded: (B, S, D) embeddings, (B, S)
+        bool real positions and position ids, (B, T) where each batch position went, and the
+        (B, S) token ids (the pieces' own where ``embeds`` are not their embeddings)."""
+        tpl, mask = self.template, batch.mask
+        b, t, _ = embeds.shape
+        pair = batch.segments is not None
+        seg = batch.segments if pair else torch.zeros_like(batch.ids)
+        n0, n1 = (mask & (seg == 0)).sum(1), (mask & (seg == 1)).sum(1)
+        mid = len(tpl.middle) if pair else 0
+        length = len(tpl.prefix) + n0 + mid + n1 + len(tpl.suffix)
+        width = int(length.max()) if b else 0
+        start = width - length  # each row's first real position
+        rank = mask.long().cumsum(1) - 1 - (seg == 1).long() * n0.unsqueeze(1)
+        place = start.unsqueeze(1) + len(tpl.prefix) + rank + (seg == 1).long() * (
+            n0 + mid).unsqueeze(1)
+        index = torch.where(mask, place, width)
+        ids = torch.full((b, width + 1), self.pad_id, dtype=torch.long, device=embeds.device)
+        rows = torch.arange(b, device=embeds.device)
+
+        def put(tokens: list[int], at: torch.Tensor) -> None:
+            for j, token in enumerate(tokens):
+                ids[rows, at + j] = token
+
+        put(tpl.prefix, start)
+        if pair:
+            put(tpl.middle, start + len(tpl.prefix) + n0)
+        put(tpl.suffix, width - len(tpl.suffix))
+        ids = ids.scatter(1, index, torch.where(mask, batch.ids, self.pad_id))
+        full = self.word_embeddings(ids).scatter(
+            1, index.unsqueeze(-1).expand_as(embeds), embeds)[:, :width]
+        real = torch.arange(width, device=embeds.device) >= start.unsqueeze(1)
+        positions = (torch.arange(width, device=embeds.device) - start.unsqueeze(1)).clamp(min=0)
+        return full, real, positions, index, ids[:, :width]
+
+    def retokenize(self, batch: Batch) -> Batch:
+        """As the encoder adapter's ``retokenize`` (the text's pieces decoded and
+        tokenized again, per segment)."""
+        from faithbench.benchmark.core.models.transformer import retokenized
+
+        return retokenized(self.tokenizer, self.pad_id, batch)
+
+
+def causal_mask(real: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """(B, 1, S, S) additive attention mask: a real position attends to the real
+    positions up to itself, a padding position to itself only. The library's own mask
+    from a (B, S) padding mask leaves a padding row with nothing to attend to, which in
+    float64 softmaxes to NaN and reaches the real rows through 0 · NaN."""
+    width = real.shape[1]
+    eye = torch.eye(width, dtype=torch.bool, device=real.device)
+    allowed = (torch.tril(torch.ones_like(eye)) & real.unsqueeze(1)) | eye
+    blocked = torch.zeros(allowed.shape, dtype=dtype, device=real.device)
+    return blocked.masked_fill(~allowed, torch.finfo(dtype).min).unsqueeze(1)
+
+
+def _pad_id(tokenizer) -> int:
+    """The padding id: the tokenizer's, else its end-of-text token (GPT-2 has no pad)."""
+    for token_id in (tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id):
+        if token_id is not None:
+            return int(token_id)
+    raise InputError("the tokenizer has no pad, end-of-text or unknown token to pad with")
+
+
+def _filler_id(tokenizer) -> int:
+    """What the ``mask`` eraser puts in a piece's place: [MASK], else the unknown-word
+    token, else the first token of a filler word."""
+    for token_id in (tokenizer.mask_token_id, tokenizer.unk_token_id):
+        if token_id is not None:
+            return int(token_id)
+    return int(tokenizer(" " + FILLER, add_special_tokens=False)["input_ids"][0])
+
+
+def _rebuild(kind, config, weights, tokenizer, template, label_ids, label_order, training
+             ) -> DecoderClassifier:
+    hf = kind(config)
+    hf.load_state_dict(weights)
+    return DecoderClassifier(hf, tokenizer, Template(*template), label_ids,
+                             label_order).train(training)
