@@ -24,9 +24,12 @@ numpy implementation.
 
 The model must offer ``LRP`` (``lrp_logits``): the BiLSTM sentiment, NLI and synthetic
 models, the alignment seq2seq (GRUs: the reset and update gates constant, relevance of
-the next target word's logit to the source words) and BERT-architecture Transformers
-(MiniLM) do; other ``--model-path`` architectures do not: a run leaves ``lrp`` out
-there, and asking for it names the missing capability.
+the next target word's logit to the source words), BERT-architecture Transformers
+(MiniLM: attention held constant, Ali et al. 2022) and Llama-layout decoders (Llama,
+Qwen2, Mistral: AttnLRP's rules, Achtibat et al. 2024, relevance through the attention
+weights too; ``faithbench.benchmark.core.lrp``) do; other ``--model-path``
+architectures (GPT-2 among them) do not: a run leaves ``lrp`` out there, and asking for
+it names the missing capability.
 """
 
 from __future__ import annotations

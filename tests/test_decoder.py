@@ -218,9 +218,10 @@ def test_a_causal_checkpoint_runs_end_to_end_with_every_explainer_it_serves(
     model = next(iter(summary.models))
     assert model[0] == "synthetic[classify=prompt;model=hf;seed=0;template=default]@1"
     served = {r.explainer.split("[")[0].split("@")[0] for r in summary.results}
-    # the explainers a decoder serves: everything but those reading BERT's layers
-    bert_only = {"lrp", "attention_norm", "attention_x_gradient", "value_zeroing"}
-    names = set(submissions.REFERENCE) - bert_only
+    # the explainers a decoder serves: everything but those reading BERT's layers, and
+    # LRP (AttnLRP) on the Llama layouts only
+    bert_only = {"attention_norm", "attention_x_gradient", "value_zeroing"}
+    names = set(submissions.REFERENCE) - bert_only - ({"lrp"} if layout == "gpt2" else set())
     assert served == names, (served ^ names)
     assert {r.metric.split("[")[0].split("@")[0] for r in summary.results} >= {
         "comprehensiveness", "sufficiency", "aopc_morf", "flip_rate", "taucorr_loo"}
@@ -240,3 +241,75 @@ def test_a_small_decoder_trained_here_learns(tmp_path, monkeypatch):
     again = tasks.get_task("synthetic").prepare(
         TaskOptions(model="decoder", model_layers=1, epochs=2, train_limit=1000), progress=False)
     assert again.loaded_from_cache and again.checkpoint == ready.checkpoint
+
+
+# -- AttnLRP (Achtibat et al. 2024) on Llama-layout decoders ----------------------------
+
+def test_attnlrp_softmax_and_bilinear_rules_on_hand_worked_numbers():
+    from faithbench.benchmark.core import lrp
+    x = torch.tensor([[1.0, 2.0, 5.0]], dtype=torch.float64, requires_grad=True)
+    keep = torch.tensor([[True, True, False]])
+    s = lrp.softmax(x, keep)  # softmax of (1, 2): (0.26894, 0.73106), 0 where left out
+    (r,) = torch.autograd.grad(s, x, grad_outputs=torch.tensor([[0.3, 0.7, 0.0]],
+                                                                   dtype=torch.float64))
+    # R_in_i = x_i (R_i − s_i ΣR): 1·(0.3 − 0.26894), 2·(0.7 − 0.73106), 0
+    torch.testing.assert_close(r, torch.tensor([[0.031059, -0.062117, 0.0]],
+                                               dtype=torch.float64), atol=1e-6, rtol=0)
+    a = torch.tensor([[1.0, 2.0]], dtype=torch.float64, requires_grad=True)
+    b = torch.tensor([[3.0], [-1.0]], dtype=torch.float64, requires_grad=True)
+    out = lrp.bilinear(a, b, eps=0.0)  # 1·3 + 2·(−1) = 1
+    ra, rb = torch.autograd.grad(out, (a, b), grad_outputs=torch.ones_like(out))
+    # the products 3 and −2 carry relevance 3 and −2 of the output's 1; half to each factor
+    torch.testing.assert_close(ra, torch.tensor([[1.5, -1.0]], dtype=torch.float64))
+    torch.testing.assert_close(rb, torch.tensor([[1.5], [-1.0]], dtype=torch.float64))
+
+
+@pytest.mark.parametrize("layout", ("llama", "qwen2", "mistral"))
+def test_attnlrp_conserves_the_logit_up_to_what_its_softmax_rule_leaves_to_the_bias(
+        layout, tokenizer, monkeypatch):
+    """The relevance of every position's embedding (template too) plus what each softmax
+    rule leaves to its bias ((Σ_i s_i x_i) Σ_j R_j, recorded per call) is the logit:
+    every other operation conserves (ε tiny; Qwen2's q/k/v biases absorb theirs, so its
+    check allows that)."""
+    from faithbench.benchmark.core import lrp
+    hf = causal(layout, tokenizer)
+    model = adapter(hf, tokenizer)
+    batch = batch_of(tokenizer, TEXTS)
+    left: list[torch.Tensor] = []
+    rule = lrp._Softmax.backward
+
+    def recording(ctx, relevance):
+        out, none = rule(ctx, relevance)
+        left.append(relevance.sum() - out.sum())
+        return out, none
+
+    monkeypatch.setattr(lrp._Softmax, "backward", staticmethod(recording))
+    full, real, positions, index, _ = model._wrap(model.embed(batch), batch)
+    full = full.detach().requires_grad_(True)
+    logits = model.head_logits(model.lrp_hidden(full, real, positions, 1e-12)[:, -1], 1e-12)
+    torch.testing.assert_close(logits, model.logits(batch), rtol=1e-8, atol=1e-8)
+    start = torch.zeros_like(logits)
+    start[:, 1] = logits[:, 1].detach()
+    (relevance,) = torch.autograd.grad(logits, full, grad_outputs=start)
+    total = relevance.sum() + torch.stack(left).sum()
+    if layout == "qwen2":  # biases take a share: conserved to within it
+        assert abs(float(total - start.sum())) < 0.2 * float(start.abs().sum())
+    else:
+        torch.testing.assert_close(total, start.sum(), rtol=1e-6, atol=1e-8)
+    # and the padding positions of the left-padded rows receive nothing
+    assert float(relevance[~real].abs().sum()) == 0.0
+
+
+def test_lrp_runs_on_llama_layouts_and_is_refused_on_gpt2(tokenizer):
+    from faithbench.benchmark.core.isolation import plugin_caller
+    from faithbench.benchmark.core.errors import PluginError
+    from faithbench.submissions import get_explainer
+    explainer = get_explainer("lrp")
+    batch = batch_of(tokenizer, TEXTS)
+    model = adapter(causal("llama", tokenizer), tokenizer)
+    scores = explainer.explain(model, batch, torch.tensor([0, 1, 0]), rng=torch.Generator())
+    assert scores.shape == batch.ids.shape and bool((scores[~batch.mask] == 0).all())
+    gpt2 = adapter(causal("gpt2", tokenizer), tokenizer)
+    with pytest.raises(PluginError, match="lrp"), plugin_caller(explainer, gpt2,
+                                                                time_budget_s=None):
+        pass

@@ -60,7 +60,7 @@ CAPABILITY_TEXT = {
     ATTENTION: "attention(): one attention distribution over the input",
     LAYER_ATTENTION: "attention_maps(): every layer's and head's attention, which only a "
                      "Transformer exposes",
-    LRP: "lrp_logits(): BiLSTM, GRU and BERT-architecture models",
+    LRP: "lrp_logits(): BiLSTM, GRU, BERT-architecture and Llama-layout decoder models",
     ATTENTION_VECTORS: "attention_vectors(): the vectors the attention weights (task BiLSTMs "
                        "and BERT-layout Transformers)",
     ATTENTION_GRADIENT: "logits_from_attention(): the logits with the attention as an input "

@@ -24,6 +24,21 @@ code (``lrp_linear``: eps = 0.001, bias_factor = 0):
 - ``product_half``: the product of two signals (the NLI feature p⊙h): half each
   (Arras et al. 2019, "Explaining and interpreting LSTMs", the "half" rule).
 
+For decoders (Llama-layout: RMSNorm, rotary positions, gated MLP), AttnLRP (Achtibat
+et al. 2024, "AttnLRP: attention-aware layer-wise relevance propagation for
+Transformers"), which, unlike the conservative propagation below, lets relevance
+flow through the attention weights too:
+
+- ``softmax``: the Taylor decomposition at the input (their Prop. 3.1),
+  R_in_i = x_i (R_i − s_i Σ_j R_j), masked entries 0; not conservative: the difference
+  Σ R − Σ R_in = (Σ_i s_i x_i) Σ_j R_j is what the rule leaves to the bias.
+- ``bilinear``: a product of two signals (q·kᵀ, attention · values), the ε-rule on each
+  product term and the uniform rule within it (their Prop. 3.2): half to each factor.
+- RMSNorm holds its 1/rms constant, and element-wise activations (SiLU) pass relevance
+  on (the identity rule, ``passthrough``); the gate ⊙ up product of a gated MLP takes
+  ``product_half``; rotary embeddings are linear in q and k (constants cos, sin): the
+  ε-rule over their two terms.
+
 For Transformers, conservative propagation (Ali et al. 2022, "XAI for Transformers:
 better explanations through conservative propagation"): ``layer_norm`` holds the
 normalizing scale 1/σ constant (the rest is linear) and ``mix`` holds the attention
@@ -167,6 +182,53 @@ class _ProductHalf(torch.autograd.Function):
     @staticmethod
     def backward(ctx, relevance):
         return relevance / 2, relevance / 2
+
+
+class _Softmax(torch.autograd.Function):
+    """softmax over the last axis of ``x`` where ``keep`` (0 elsewhere); AttnLRP's rule."""
+
+    @staticmethod
+    def forward(ctx, x, keep):
+        s = torch.softmax(x.masked_fill(~keep, float("-inf")), dim=-1)
+        s = torch.nan_to_num(s)  # a row with nothing kept
+        ctx.save_for_backward(x, s, keep)
+        return s
+
+    @staticmethod
+    def backward(ctx, relevance):
+        x, s, keep = ctx.saved_tensors
+        out = x * (relevance - s * relevance.sum(-1, keepdim=True))
+        return torch.where(keep, out, torch.zeros_like(out)), None
+
+
+class _Bilinear(torch.autograd.Function):
+    """a @ b; each product term a_nk b_km gets its ε-rule share of out_nm's relevance,
+    half to a_nk and half to b_km."""
+
+    @staticmethod
+    def forward(ctx, a, b, eps):
+        out = a @ b
+        ctx.save_for_backward(a, b, out)
+        ctx.eps = eps
+        return out
+
+    @staticmethod
+    def backward(ctx, relevance):
+        a, b, out = ctx.saved_tensors
+        share = relevance / stabilized(out, ctx.eps)
+        return (a * (share @ b.transpose(-1, -2)) / 2, b * (a.transpose(-1, -2) @ share) / 2,
+                None)
+
+
+def softmax(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """softmax(x) over the last axis, the entries where ``keep`` is False left out (0);
+    relevance by AttnLRP's softmax rule."""
+    return _Softmax.apply(x, keep)
+
+
+def bilinear(a: torch.Tensor, b: torch.Tensor, eps: float = EPS) -> torch.Tensor:
+    """a @ b of two signals; relevance by the ε-rule on each product, half to each factor."""
+    return _Bilinear.apply(a, b, eps)
 
 
 def linear(x: torch.Tensor, layer: nn.Linear, eps: float = EPS) -> torch.Tensor:

@@ -28,11 +28,13 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
+from faithbench.benchmark.core import lrp
 from faithbench.benchmark.core.api import (
     ATTENTION,
     EMBEDDINGS,
     GRADIENTS,
     LAYER_ATTENTION,
+    LRP,
     Batch,
     token_attention,
 )
@@ -43,6 +45,10 @@ FILLER = "_"  # the mask eraser's word for a tokenizer with neither [MASK] nor u
 # attention_mask and position_ids work the same way
 LAYOUTS = ("gpt2", "llama", "qwen2", "mistral")
 PROMPT, HEAD = "prompt", "head"
+# the layouts whose layers AttnLRP is written for here (RMSNorm, rotary positions,
+# q/k/v/o projections, gated MLP); GPT-2's LayerNorm, learned positions and fused
+# projections are another forward pass, not offered
+LRP_LAYOUTS = ("llama", "qwen2", "mistral")
 
 
 class Template(NamedTuple):
@@ -134,7 +140,9 @@ class DecoderClassifier(nn.Module):
         self.pad_id = _pad_id(tokenizer)
         self.mask_id = _filler_id(tokenizer)
         self.baseline_id = self.pad_id
-        self.capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LAYER_ATTENTION})
+        self.lrp_ready = getattr(hf.config, "model_type", None) in LRP_LAYOUTS
+        self.capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LAYER_ATTENTION,
+                                       *([LRP] if self.lrp_ready else [])})
         self.max_rows_per_pass = 32
         order = list(range(len(label_ids) if label_ids is not None else hf.config.num_labels)) \
             if label_order is None else list(label_order)
@@ -178,16 +186,64 @@ class DecoderClassifier(nn.Module):
         maps, index = self.attention_maps(batch)
         return token_attention(maps, index, batch.mask, query=self.query)
 
-    def head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """(B, C) class scores from (B, D) last-position hidden states, task order."""
+    def lrp_logits(self, embeds: torch.Tensor, batch: Batch, eps: float = lrp.EPS
+                   ) -> torch.Tensor:
+        """The logits (eval mode), the decoder's forward pass rebuilt from LRP operations
+        with AttnLRP's rules (``faithbench.benchmark.core.lrp``): relevance reaches the
+        word embeddings of every position, the pieces' being ``embeds``."""
+        full, real, positions, _, _ = self._wrap(embeds, batch)
+        hidden = self.lrp_hidden(full, real, positions, eps)
+        return self.head_logits(hidden[:, -1], eps)
+
+    def lrp_hidden(self, full: torch.Tensor, real: torch.Tensor, positions: torch.Tensor,
+                   eps: float = lrp.EPS) -> torch.Tensor:
+        """(B, S, D) the last layer's normalized states of the full sequence ``full``
+        (B, S, D), from LRP operations: the library's layers one by one."""
+        if not self.lrp_ready:
+            raise ValueError(f"AttnLRP follows Llama-layout layers ({', '.join(LRP_LAYOUTS)}); "
+                             f"this is a {getattr(self.hf.config, 'model_type', '?')} model")
+        base, config = self.hf.base_model, self.hf.config
+        heads, groups = config.num_attention_heads, config.num_key_value_heads
+        cos, sin = base.rotary_emb(full, positions)
+        keep = causal_mask(real, full.dtype) == 0  # (B, 1, S, S)
+        b, width, _ = full.shape
+        x = full
+        for layer in base.layers:
+            attn, mlp = layer.self_attn, layer.mlp
+
+            def split(t: torch.Tensor, n: int) -> torch.Tensor:
+                return t.view(b, width, n, -1).transpose(1, 2)  # (B, n, S, d)
+
+            h = lrp.passthrough(layer.input_layernorm, x)
+            q = rotary(split(lrp.linear(h, attn.q_proj, eps), heads), cos, sin, eps)
+            k = rotary(split(lrp.linear(h, attn.k_proj, eps), groups), cos, sin, eps)
+            v = split(lrp.linear(h, attn.v_proj, eps), groups)
+            k, v = (t.repeat_interleave(heads // groups, dim=1) for t in (k, v))
+            scores = lrp.passthrough(lambda t, a=attn: t * a.scaling,
+                                     lrp.bilinear(q, k.transpose(-1, -2), eps))
+            context = lrp.bilinear(lrp.softmax(scores, keep), v, eps)
+            context = context.transpose(1, 2).reshape(b, width, -1)
+            x = lrp.add(x, lrp.linear(context, attn.o_proj, eps), eps=eps)
+            h = lrp.passthrough(layer.post_attention_layernorm, x)
+            gated = lrp.product_half(lrp.passthrough(mlp.act_fn, lrp.linear(h, mlp.gate_proj, eps)),
+                                     lrp.linear(h, mlp.up_proj, eps))
+            x = lrp.add(x, lrp.linear(gated, mlp.down_proj, eps), eps=eps)
+        return lrp.passthrough(base.norm, x)
+
+    def head_logits(self, hidden: torch.Tensor, eps: float | None = None) -> torch.Tensor:
+        """(B, C) class scores from (B, D) last-position hidden states, task order
+        (with ``eps``: by the LRP ε-rule)."""
         if self.mode == PROMPT:
             out = self.hf.get_output_embeddings()
             rows = torch.as_tensor(self.label_ids, device=hidden.device)
-            logits = hidden @ out.weight.index_select(0, rows).T
-            if getattr(out, "bias", None) is not None:
-                logits = logits + out.bias.index_select(0, rows)
+            weight = out.weight.index_select(0, rows)
+            bias = None if getattr(out, "bias", None) is None else out.bias.index_select(0, rows)
         else:
-            logits = self.hf.score(hidden)
+            weight, bias = self.hf.score.weight, self.hf.score.bias
+        if eps is not None:
+            logits = lrp.linear_weights(hidden, weight, bias, eps)
+        else:
+            logits = hidden @ weight.T + (0 if bias is None else bias)
         return logits.index_select(1, self.label_order)
 
     def language_model_loss(self, batch: Batch) -> torch.Tensor:
@@ -251,6 +307,19 @@ class DecoderClassifier(nn.Module):
         from faithbench.benchmark.core.models.transformer import retokenized
 
         return retokenized(self.tokenizer, self.pad_id, batch)
+
+
+def rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, eps: float) -> torch.Tensor:
+    """Rotary position embedding of (B, n, S, d) ``x`` as LRP operations:
+    x·cos + rotate_half(x)·sin, rotate_half(x) = (−x₂, x₁) written as the copy (x₂, x₁)
+    times a signed sine, so relevance reaches each source dimension with its sign; the
+    ε-rule over the two terms."""
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+    half = x.shape[-1] // 2
+    swapped = torch.cat((x[..., half:], x[..., :half]), dim=-1)
+    signed = torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
+    return lrp.add(lrp.passthrough(lambda t: t * cos, x),
+                   lrp.passthrough(lambda t: t * signed, swapped), eps=eps)
 
 
 def causal_mask(real: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
