@@ -239,7 +239,9 @@ def setup(task, options: TaskOptions, splits: dict[str, list[Example]], path: Pa
                                               words), True, None)
     conf = DecoderConfig(vocab=file_sha256(path / "vocab.txt"), num_classes=len(task.spec.labels),
                          classify=classify, template=template, label_words=tuple(words),
-                         **({"layers": options.model_layers} if options.model_layers else {}))
+                         **({"layers": options.model_layers} if options.model_layers else {}),
+                         # a head model has no next-token layer to pre-train
+                         **({"pretrain_epochs": 0} if classify == model.HEAD else {}))
     tconf = TRAIN.with_options(options)
     config = {"task": spec.id, "variant": options.variant, "model": conf.as_dict(),
               "train": tconf.as_dict(), "seed": options.seed}

@@ -313,3 +313,14 @@ def test_lrp_runs_on_llama_layouts_and_is_refused_on_gpt2(tokenizer):
     with pytest.raises(PluginError, match="lrp"), plugin_caller(explainer, gpt2,
                                                                 time_budget_s=None):
         pass
+
+
+def test_a_head_decoder_trains_without_language_model_pretraining(tmp_path, monkeypatch):
+    from faithbench import tasks
+    monkeypatch.setenv("FAITHBENCH_CACHE", str(tmp_path))
+    options = TaskOptions(model="decoder", model_layers=1, epochs=1, train_limit=300,
+                          prompt=PromptOptions(classify="head"))
+    ready = tasks.get_task("synthetic").prepare(options, progress=False)
+    assert ready.spec.id == "synthetic[classify=head;model=decoder;seed=0;template=default]@1"
+    assert ready.config["model"]["pretrain_epochs"] == 0 and ready.model.mode == "head"
+    assert ready.model.logits(next(ready.batches(ready.examples("test", 3), 3))[0]).shape == (3, 2)

@@ -16,11 +16,14 @@ EPILOG = """examples:
 def add_arguments(p) -> None:
     p.add_argument("submission", help="file path, module name or entry point")
     g = p.add_argument_group("model")
-    g.add_argument("--model", choices=("bilstm", "transformer"),
-                   help="the synthetic task's model family: bilstm (default) or transformer "
-                   "(all-MiniLM-L6-v2 fine-tuned on it: subword pieces, per-layer attention)")
+    g.add_argument("--model", choices=("bilstm", "transformer", "decoder"),
+                   help="the synthetic task's model family: bilstm (default), transformer "
+                   "(all-MiniLM-L6-v2 fine-tuned on it: subword pieces, per-layer attention) "
+                   "or decoder (a small Llama-layout decoder trained on it: attention of the "
+                   "last position, AttnLRP)")
     g.add_argument("--layers", type=int, help="transformer: keep only the first N encoder "
-                   "layers (faster; the checks do not need a good model); default: all")
+                   "layers; decoder: N layers (faster; the checks do not need a good model); "
+                   "default: all")
     g.add_argument("--epochs", type=int, help="override the synthetic task's epochs "
                    "(default: the task's own)")
     options.plugins(p.add_argument_group("explainers"))

@@ -9,6 +9,13 @@ text and tokenizes that text again, as text-level tools such as ferret do: the
 model sees what a user would get by typing the perturbed sentence, which is not
 always the remaining pieces (a word's tail glued to its neighbour re-splits). The
 perturbation engine applies it (``Perturber``), since it needs the model's tokenizer.
+
+On a decoder (``--model decoder``, a causal ``--model-path``) there is no [MASK]:
+``mask`` substitutes the tokenizer's unknown-word token where it has one (GPT-2's is
+its end-of-text token), else a filler word ``_``; ``pad`` substitutes the padding token
+(a decoder's pad is often its end-of-text token), which the model attends to like a word;
+``delete`` closes the gap and shortens the left-padded prompt. The template's tokens are
+never erased (``faithbench.benchmark.core.models.decoder``).
 """
 
 import torch
