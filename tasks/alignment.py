@@ -42,6 +42,10 @@ from faithbench.benchmark.core.errors import DataFileError, InputError
 from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.gate import Budget, ModelCheck, ModelReport, perplexity_check
 from faithbench.benchmark.core.models.lifecycle import PreparedModel, from_release, load_or_train
+from faithbench.benchmark.core.models.decoder_translator import (
+    DecoderTranslator,
+    TranslatorConfig,
+)
 from faithbench.benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
 from faithbench.benchmark.core.models.training import (
     NEXT_WORD,
@@ -65,6 +69,9 @@ HELD_FRACTION = 10  # ... and at most one in this many, so a small corpus still 
 MIN_TRAIN_PAIRS = 100  # a floor that keeps perplexity and training defined, not a promise of
 # a useful model (the Hansards model trains on 60,000 pairs)
 DEFAULT_VARIANT = "alignment"
+# the decoder-only translator (``--model decoder``): AdamW with warm-up, as Transformers train
+DECODER_TRAIN = TrainConfig(epochs=5, patience=1, lr=1e-3, batch_size=64, word_dropout=0.05,
+                            weight_decay=0.01, clip=1.0, optimizer="adamw", warmup=0.1)
 
 SPEC = TaskSpec(
     name="alignment",
@@ -102,6 +109,8 @@ class AlignmentTask:
         'alignment[variant=ro-en]@1'
         """
         params = (("variant", options.variant or DEFAULT_VARIANT),)
+        if options.model == "decoder":  # the decoder-only translator
+            params = (*params, ("model", "decoder"))
         if options.bilstm is not None:  # the uniform-attention model (``--bilstm uniform``)
             params = (*params, ("bilstm", options.bilstm))
         return replace(self.spec, params=params)
@@ -210,17 +219,22 @@ class AlignmentTask:
         if options.masked_training or options.transform is not None:
             raise InputError(f"{self.spec.name}: masked training and ROAR apply to the "
                              "classification tasks only")
-        if options.model not in (None, "bilstm") or options.model_path:
-            raise InputError(f"{self.spec.name}: the model families (--model, --model-path) "
-                             "apply to the classification tasks; alignment has its own "
-                             "encoder-decoder")
+        if options.model not in (None, "bilstm", "decoder") or options.model_path:
+            raise InputError(f"{self.spec.name}: its models are the GRU encoder-decoder "
+                             "(default) and a decoder-only translator (--model decoder); "
+                             "--model transformer and --model-path apply to the "
+                             "classification tasks")
+        if options.model == "decoder" and options.bilstm is not None:
+            raise InputError(f"--bilstm {options.bilstm} is a variant of the GRU "
+                             "encoder-decoder, not of --model decoder")
         if options.bilstm not in (None, "uniform"):
             raise InputError(f"{self.spec.name}: --bilstm {options.bilstm} is a variant of the "
                              "classifiers' BiLSTM; the encoder-decoder has only --bilstm "
                              "uniform (its attention frozen at 1/n)")
         plan = self._plan(options)
         seed_everything(options.seed)  # before the build: the seed decides the initial weights
-        model = place(AttentionSeq2Seq(plan.mconf), Placement.of(options))
+        build = DecoderTranslator if options.model == "decoder" else AttentionSeq2Seq
+        model = place(build(plan.mconf), Placement.of(options))
         path, tconf, held, training = plan.path, plan.tconf, plan.held, plan.training
         ready = ReadyAlignment(spec=self.spec_for(options), gold=plan.gold,
                                dropped_links=plan.dropped, src_vocab=plan.src_vocab,
@@ -252,7 +266,7 @@ class AlignmentTask:
         made = load_or_train(model, path, train=fit, config=plan.config,
                              fraction_accuracy=False)  # perplexity and BLEU
         ready.take(made)
-        budget = Budget("seq2seq", options.variant or DEFAULT_VARIANT, len(training),
+        budget = Budget("decoder" if options.model == "decoder" else "seq2seq", options.variant or DEFAULT_VARIANT, len(training),
                         options.train_limit, tconf.epochs, len(made.history))
         ready.report = ModelReport(budget, ready.check(held, training))
         return ready
@@ -268,10 +282,18 @@ class AlignmentTask:
         tgt_counts = Vocabulary.build((t for _, t in training), self.min_freq,
                                       self.tgt_words).itos[2:]
         tgt_vocab = Vocabulary([BOS, EOS, *tgt_counts])
-        mconf = Seq2SeqConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
-                              bos_id=tgt_vocab.stoi[BOS], **self.model_config,
-                              uniform_attention=options.bilstm == "uniform")
-        tconf = self.train_config.with_options(options)
+        mconf: Seq2SeqConfig | TranslatorConfig
+        if options.model == "decoder":
+            mconf = TranslatorConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
+                                     bos_id=tgt_vocab.stoi[BOS],
+                                     **({"layers": options.model_layers}
+                                        if options.model_layers else {}))
+            tconf = DECODER_TRAIN.with_options(options)
+        else:
+            mconf = Seq2SeqConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
+                                  bos_id=tgt_vocab.stoi[BOS], **self.model_config,
+                                  uniform_attention=options.bilstm == "uniform")
+            tconf = self.train_config.with_options(options)
         fingerprint = self.fingerprint(gold, training, held)
         config = {"task": self.spec.id, "variant": options.variant, "model": mconf.as_dict(),
                   "train": tconf.as_dict(), "seed": options.seed, "min_freq": self.min_freq,
@@ -302,7 +324,7 @@ class _Plan:
     held: list
     src_vocab: Vocabulary
     tgt_vocab: Vocabulary
-    mconf: Seq2SeqConfig
+    mconf: Seq2SeqConfig | TranslatorConfig
     tconf: TrainConfig
     fingerprint: str
     config: dict

@@ -198,37 +198,11 @@ class DecoderClassifier(nn.Module):
     def lrp_hidden(self, full: torch.Tensor, real: torch.Tensor, positions: torch.Tensor,
                    eps: float = lrp.EPS) -> torch.Tensor:
         """(B, S, D) the last layer's normalized states of the full sequence ``full``
-        (B, S, D), from LRP operations: the library's layers one by one."""
+        (B, S, D), from LRP operations (``lrp_states``)."""
         if not self.lrp_ready:
             raise ValueError(f"AttnLRP follows Llama-layout layers ({', '.join(LRP_LAYOUTS)}); "
                              f"this is a {getattr(self.hf.config, 'model_type', '?')} model")
-        base, config = self.hf.base_model, self.hf.config
-        heads, groups = config.num_attention_heads, config.num_key_value_heads
-        cos, sin = base.rotary_emb(full, positions)
-        keep = causal_mask(real, full.dtype) == 0  # (B, 1, S, S)
-        b, width, _ = full.shape
-        x = full
-        for layer in base.layers:
-            attn, mlp = layer.self_attn, layer.mlp
-
-            def split(t: torch.Tensor, n: int) -> torch.Tensor:
-                return t.view(b, width, n, -1).transpose(1, 2)  # (B, n, S, d)
-
-            h = lrp.passthrough(layer.input_layernorm, x)
-            q = rotary(split(lrp.linear(h, attn.q_proj, eps), heads), cos, sin, eps)
-            k = rotary(split(lrp.linear(h, attn.k_proj, eps), groups), cos, sin, eps)
-            v = split(lrp.linear(h, attn.v_proj, eps), groups)
-            k, v = (t.repeat_interleave(heads // groups, dim=1) for t in (k, v))
-            scores = lrp.passthrough(lambda t, a=attn: t * a.scaling,
-                                     lrp.bilinear(q, k.transpose(-1, -2), eps))
-            context = lrp.bilinear(lrp.softmax(scores, keep), v, eps)
-            context = context.transpose(1, 2).reshape(b, width, -1)
-            x = lrp.add(x, lrp.linear(context, attn.o_proj, eps), eps=eps)
-            h = lrp.passthrough(layer.post_attention_layernorm, x)
-            gated = lrp.product_half(lrp.passthrough(mlp.act_fn, lrp.linear(h, mlp.gate_proj, eps)),
-                                     lrp.linear(h, mlp.up_proj, eps))
-            x = lrp.add(x, lrp.linear(gated, mlp.down_proj, eps), eps=eps)
-        return lrp.passthrough(base.norm, x)
+        return lrp_states(self.hf.base_model, full, real, positions, eps)
 
     def head_logits(self, hidden: torch.Tensor, eps: float | None = None) -> torch.Tensor:
         """(B, C) class scores from (B, D) last-position hidden states, task order
@@ -307,6 +281,40 @@ class DecoderClassifier(nn.Module):
         from faithbench.benchmark.core.models.transformer import retokenized
 
         return retokenized(self.tokenizer, self.pad_id, batch)
+
+
+def lrp_states(base: Any, full: torch.Tensor, real: torch.Tensor, positions: torch.Tensor,
+               eps: float = lrp.EPS) -> torch.Tensor:
+    """(B, S, D) the final normalized states of a Llama-layout library decoder ``base``
+    on embeddings ``full`` (B, S, D) (``real`` (B, S) bool, left-padded; ``positions``
+    (B, S)), its layers rebuilt one by one from LRP operations with AttnLRP's rules."""
+    config = base.config
+    heads, groups = config.num_attention_heads, config.num_key_value_heads
+    cos, sin = base.rotary_emb(full, positions)
+    keep = causal_mask(real, full.dtype) == 0  # (B, 1, S, S)
+    b, width, _ = full.shape
+
+    def split(t: torch.Tensor, n: int) -> torch.Tensor:
+        return t.view(b, width, n, -1).transpose(1, 2)  # (B, n, S, d)
+
+    x = full
+    for layer in base.layers:
+        attn, mlp = layer.self_attn, layer.mlp
+        h = lrp.passthrough(layer.input_layernorm, x)
+        q = rotary(split(lrp.linear(h, attn.q_proj, eps), heads), cos, sin, eps)
+        k = rotary(split(lrp.linear(h, attn.k_proj, eps), groups), cos, sin, eps)
+        v = split(lrp.linear(h, attn.v_proj, eps), groups)
+        k, v = (t.repeat_interleave(heads // groups, dim=1) for t in (k, v))
+        scores = lrp.passthrough(lambda t, a=attn: t * a.scaling,
+                                 lrp.bilinear(q, k.transpose(-1, -2), eps))
+        context = lrp.bilinear(lrp.softmax(scores, keep), v, eps)
+        context = context.transpose(1, 2).reshape(b, width, -1)
+        x = lrp.add(x, lrp.linear(context, attn.o_proj, eps), eps=eps)
+        h = lrp.passthrough(layer.post_attention_layernorm, x)
+        gated = lrp.product_half(lrp.passthrough(mlp.act_fn, lrp.linear(h, mlp.gate_proj, eps)),
+                                 lrp.linear(h, mlp.up_proj, eps))
+        x = lrp.add(x, lrp.linear(gated, mlp.down_proj, eps), eps=eps)
+    return lrp.passthrough(base.norm, x)
 
 
 def rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, eps: float) -> torch.Tensor:
