@@ -42,7 +42,6 @@ from faithbench.benchmark.core.models.training import (
     epoch_stream,
     optimizer_and_schedule,
 )
-
 from faithbench.tasks.transformer import (
     Family,
     Pieces,

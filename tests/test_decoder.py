@@ -205,10 +205,10 @@ def save_checkpoint(path, layout, tokenizer):
 @pytest.mark.parametrize("layout", ("gpt2", "llama", "qwen2"))
 def test_a_causal_checkpoint_runs_end_to_end_with_every_explainer_it_serves(
         layout, tmp_path, tokenizer):
-    from faithbench import metrics, submissions
+    from faithbench import submissions
     from faithbench.benchmark.core.records import read_jsonl
     from faithbench.benchmark.plan import RunConfig
-    from faithbench.benchmark.runner import run, serviceable
+    from faithbench.benchmark.runner import run
     save_checkpoint(tmp_path / "model", layout, tokenizer)
     config = RunConfig(tasks=("synthetic",), model_path=str(tmp_path / "model"), limit=4,
                        batch_size=4, out=str(tmp_path / "out"), progress=False,
@@ -284,7 +284,7 @@ def test_attnlrp_conserves_the_logit_up_to_what_its_softmax_rule_leaves_to_the_b
         return out, none
 
     monkeypatch.setattr(lrp._Softmax, "backward", staticmethod(recording))
-    full, real, positions, index, _ = model._wrap(model.embed(batch), batch)
+    full, real, positions, _, _ = model._wrap(model.embed(batch), batch)
     full = full.detach().requires_grad_(True)
     logits = model.head_logits(model.lrp_hidden(full, real, positions, 1e-12)[:, -1], 1e-12)
     torch.testing.assert_close(logits, model.logits(batch), rtol=1e-8, atol=1e-8)
@@ -301,8 +301,8 @@ def test_attnlrp_conserves_the_logit_up_to_what_its_softmax_rule_leaves_to_the_b
 
 
 def test_lrp_runs_on_llama_layouts_and_is_refused_on_gpt2(tokenizer):
-    from faithbench.benchmark.core.isolation import plugin_caller
     from faithbench.benchmark.core.errors import PluginError
+    from faithbench.benchmark.core.isolation import plugin_caller
     from faithbench.submissions import get_explainer
     explainer = get_explainer("lrp")
     batch = batch_of(tokenizer, TEXTS)

@@ -20,34 +20,13 @@ from faithbench.benchmark.core.models.training import (
     train,
 )
 from faithbench.metrics.alignment import AER, argmax_links, link_counts
+from tests.reversal import BOS, VOCAB, gold, per_position, sentences, teacher_forced
 
 pytest.importorskip("transformers")
-from faithbench.benchmark.core.models.decoder_translator import (  # noqa: E402
+from faithbench.benchmark.core.models.decoder_translator import (
     DecoderTranslator,
     TranslatorConfig,
 )
-
-BOS, VOCAB = 2, 23
-
-
-def sentences(n: int, seed: int) -> list[list[int]]:
-    rng = random.Random(seed)
-    return [[rng.randrange(3, VOCAB) for _ in range(rng.randint(3, 7))] for _ in range(n)]
-
-
-def teacher_forced(rows: list[list[int]]) -> tuple[Batch, torch.Tensor]:
-    """Source rows; prefix BOS + reversed[:-1]; labels the reversed row, -100 at padding."""
-    width = max(map(len, rows))
-    src = torch.zeros(len(rows), width, dtype=torch.long)
-    prefix = torch.zeros_like(src)
-    labels = torch.full(src.shape, -100)
-    for b, row in enumerate(rows):
-        target = row[::-1]
-        src[b, : len(row)] = torch.tensor(row)
-        prefix[b, : len(row)] = torch.tensor([BOS] + target[:-1])
-        labels[b, : len(row)] = torch.tensor(target)
-    return Batch(src, src > 0, tuple(str(i) for i in range(len(rows))), prefix=prefix,
-                 prefix_mask=labels != -100), labels
 
 
 @pytest.fixture(scope="module")
@@ -89,19 +68,6 @@ def test_the_decoder_learns_to_reverse(reverser):
     assert -best < 1.5  # a uniform guess over 20 words would be 20
 
 
-def rows_of(row: list[int]) -> Batch:
-    """One row per target position t: prefix BOS + reversed[:t]."""
-    n, target = len(row), row[::-1]
-    prefix = torch.zeros(n, n, dtype=torch.long)
-    prefix_mask = torch.zeros(n, n, dtype=torch.bool)
-    for t in range(n):
-        words = [BOS] + target[:t]
-        prefix[t, : len(words)] = torch.tensor(words)
-        prefix_mask[t, : len(words)] = True
-    src = torch.tensor([row] * n)
-    return Batch(src, src > 0, tuple(map(str, range(n))), prefix=prefix, prefix_mask=prefix_mask)
-
-
 # measured when written: attention 0.153, gradient × input 0.453, AttnLRP 0.016; reading
 # the middle word for every target word (the diagonal baseline) gets about 0.9
 BOUND = {"attention": 0.25, "gradient_x_input": 0.6, "lrp": 0.1}
@@ -116,12 +82,10 @@ def test_the_reversers_explanations_find_the_reversed_diagonal(reverser, explain
     explain = get_explainer(explainer)
     counts = []
     for row in rows[:60]:
-        batch = rows_of(row)
-        n = len(row)
-        target = torch.tensor(row[::-1])
-        scores = explain.explain(model, batch, target, rng=torch.Generator().manual_seed(0))
-        gold = {(n - 1 - t, t) for t in range(n)}
-        counts.append(link_counts(argmax_links(scores.detach()), gold, gold))
+        scores = explain.explain(model, per_position(row), torch.tensor(row[::-1]),
+                                 rng=torch.Generator().manual_seed(0))
+        counts.append(link_counts(argmax_links(scores.detach()), gold(len(row)),
+                                  gold(len(row))))
     aer = float(AER(torch.tensor(counts).sum(0).numpy()))
     assert aer < BOUND[explainer], aer
 

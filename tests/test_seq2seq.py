@@ -22,29 +22,7 @@ from faithbench.benchmark.core.models.training import (
     train,
 )
 from faithbench.metrics.alignment import AER, argmax_links, link_counts
-
-BOS, VOCAB = 2, 23
-
-
-def sentences(n: int, seed: int) -> list[list[int]]:
-    rng = random.Random(seed)
-    return [[rng.randrange(3, VOCAB) for _ in range(rng.randint(3, 7))] for _ in range(n)]
-
-
-def teacher_forced(rows: list[list[int]]) -> tuple[Batch, torch.Tensor]:
-    """Source rows; prefix BOS + reversed[:-1]; labels the reversed row, -100 at padding."""
-    width = max(map(len, rows))
-    src = torch.zeros(len(rows), width, dtype=torch.long)
-    prefix = torch.zeros_like(src)
-    labels = torch.full(src.shape, -100)
-    for b, row in enumerate(rows):
-        target = row[::-1]
-        src[b, : len(row)] = torch.tensor(row)
-        prefix[b, : len(row)] = torch.tensor([BOS] + target[:-1])
-        labels[b, : len(row)] = torch.tensor(target)
-    batch = Batch(src, src > 0, tuple(str(i) for i in range(len(rows))), prefix=prefix,
-                  prefix_mask=labels != -100)
-    return batch, labels
+from tests.reversal import BOS, VOCAB, gold, per_position, sentences, teacher_forced
 
 
 class Uniform(torch.nn.Module):
@@ -96,19 +74,9 @@ def test_attention_of_the_reverser_is_the_reversed_diagonal(reverser):
     counts = []
     with torch.no_grad():
         for row in rows[:100]:
-            n, target = len(row), row[::-1]
-            prefix = torch.zeros(n, n, dtype=torch.long)
-            prefix_mask = torch.zeros(n, n, dtype=torch.bool)
-            for t in range(n):
-                words = [BOS] + target[:t]
-                prefix[t, : len(words)] = torch.tensor(words)
-                prefix_mask[t, : len(words)] = True
-            src = torch.tensor([row] * n)
-            batch = Batch(src, src > 0, tuple(map(str, range(n))), prefix=prefix,
-                          prefix_mask=prefix_mask)
-            links = argmax_links(model.attention(batch))  # (T = n rows, S = n)
-            gold = {(n - 1 - t, t) for t in range(n)}
-            counts.append(link_counts(links, gold, gold))
+            n = len(row)
+            links = argmax_links(model.attention(per_position(row)))  # (T = n rows, S = n)
+            counts.append(link_counts(links, gold(n), gold(n)))
     aer = float(AER(torch.tensor(counts).sum(0).numpy()))
     assert aer < 0.15  # 0.06 when written; the diagonal baseline gets only middle words: ~0.9
 

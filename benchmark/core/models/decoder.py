@@ -23,6 +23,7 @@ of a word; ``delete`` removes the pieces (the eraser cards in
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, NamedTuple
 
 import torch
@@ -39,6 +40,7 @@ from faithbench.benchmark.core.api import (
     token_attention,
 )
 from faithbench.benchmark.core.errors import InputError
+from faithbench.benchmark.core.models.transformer import LibraryAdapter, retokenized
 
 FILLER = "_"  # the mask eraser's word for a tokenizer with neither [MASK] nor unk
 # the layouts the tests build and load; others whose base takes inputs_embeds,
@@ -117,7 +119,7 @@ def label_word_ids(tokenizer, words: tuple[str, ...]) -> list[int]:
     return ids
 
 
-class DecoderClassifier(nn.Module):
+class DecoderClassifier(LibraryAdapter):
     """``hf``: a causal LM (``prompt``: class c's score is the next-token logit of
     ``label_ids[c]`` at the last position) or a decoder ``...ForSequenceClassification``
     (``head``: its ``score`` layer on the last position; ``label_order`` as for the
@@ -155,22 +157,6 @@ class DecoderClassifier(nn.Module):
         return _rebuild, (type(self.hf), self.hf.config, weights, self.tokenizer,
                           self.template, self.label_ids, self.label_order.tolist(),
                           self.training)
-
-    @property
-    def word_embeddings(self) -> nn.Embedding:
-        return self.hf.get_input_embeddings()
-
-    def embed(self, batch: Batch) -> torch.Tensor:
-        return self.word_embeddings(batch.ids)
-
-    def logits_from_embeddings(self, embeds: torch.Tensor, batch: Batch) -> torch.Tensor:
-        return self._run(embeds, batch)[0]
-
-    def logits(self, batch: Batch) -> torch.Tensor:
-        return self.logits_from_embeddings(self.embed(batch), batch)
-
-    def forward(self, batch: Batch) -> torch.Tensor:
-        return self.logits(batch)
 
     def attention_maps(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, L, H, S, S) attention of every layer and head over the full left-padded
@@ -245,17 +231,18 @@ class DecoderClassifier(nn.Module):
         bool real positions and position ids, (B, T) where each batch position went, and the
         (B, S) token ids (the pieces' own where ``embeds`` are not their embeddings)."""
         tpl, mask = self.template, batch.mask
-        b, t, _ = embeds.shape
+        b = embeds.shape[0]
         pair = batch.segments is not None
-        seg = batch.segments if pair else torch.zeros_like(batch.ids)
+        seg: torch.Tensor = batch.segments if batch.segments is not None \
+            else torch.zeros_like(batch.ids)
         n0, n1 = (mask & (seg == 0)).sum(1), (mask & (seg == 1)).sum(1)
         mid = len(tpl.middle) if pair else 0
         length = len(tpl.prefix) + n0 + mid + n1 + len(tpl.suffix)
         width = int(length.max()) if b else 0
         start = width - length  # each row's first real position
-        rank = mask.long().cumsum(1) - 1 - (seg == 1).long() * n0.unsqueeze(1)
-        place = start.unsqueeze(1) + len(tpl.prefix) + rank + (seg == 1).long() * (
-            n0 + mid).unsqueeze(1)
+        second = seg.eq(1).long()
+        rank = mask.long().cumsum(1) - 1 - second * n0.unsqueeze(1)
+        place = start.unsqueeze(1) + len(tpl.prefix) + rank + second * (n0 + mid).unsqueeze(1)
         index = torch.where(mask, place, width)
         ids = torch.full((b, width + 1), self.pad_id, dtype=torch.long, device=embeds.device)
         rows = torch.arange(b, device=embeds.device)
@@ -267,7 +254,7 @@ class DecoderClassifier(nn.Module):
         put(tpl.prefix, start)
         if pair:
             put(tpl.middle, start + len(tpl.prefix) + n0)
-        put(tpl.suffix, width - len(tpl.suffix))
+        put(tpl.suffix, torch.full_like(start, width - len(tpl.suffix)))
         ids = ids.scatter(1, index, torch.where(mask, batch.ids, self.pad_id))
         full = self.word_embeddings(ids).scatter(
             1, index.unsqueeze(-1).expand_as(embeds), embeds)[:, :width]
@@ -278,8 +265,6 @@ class DecoderClassifier(nn.Module):
     def retokenize(self, batch: Batch) -> Batch:
         """As the encoder adapter's ``retokenize`` (the text's pieces decoded and
         tokenized again, per segment)."""
-        from faithbench.benchmark.core.models.transformer import retokenized
-
         return retokenized(self.tokenizer, self.pad_id, batch)
 
 
@@ -305,8 +290,8 @@ def lrp_states(base: Any, full: torch.Tensor, real: torch.Tensor, positions: tor
         k = rotary(split(lrp.linear(h, attn.k_proj, eps), groups), cos, sin, eps)
         v = split(lrp.linear(h, attn.v_proj, eps), groups)
         k, v = (t.repeat_interleave(heads // groups, dim=1) for t in (k, v))
-        scores = lrp.passthrough(lambda t, a=attn: t * a.scaling,
-                                 lrp.bilinear(q, k.transpose(-1, -2), eps))
+        scale = partial(torch.mul, other=float(attn.scaling))
+        scores = lrp.passthrough(scale, lrp.bilinear(q, k.transpose(-1, -2), eps))
         context = lrp.bilinear(lrp.softmax(scores, keep), v, eps)
         context = context.transpose(1, 2).reshape(b, width, -1)
         x = lrp.add(x, lrp.linear(context, attn.o_proj, eps), eps=eps)

@@ -68,8 +68,8 @@ class DecoderTranslator(nn.Module):
                               num_hidden_layers=config.layers, num_attention_heads=config.heads,
                               num_key_value_heads=config.heads,
                               max_position_embeddings=config.max_positions,
-                              attention_dropout=config.dropout, pad_token_id=config.pad_id,
-                              attn_implementation="eager")
+                              attention_dropout=config.dropout, pad_token_id=config.pad_id)
+        library._attn_implementation = "eager"  # every layer's attention can be read
         self.base: Any = LlamaModel(library)
         self.out = nn.Linear(config.hidden, config.tgt_vocab_size)
 

@@ -61,7 +61,34 @@ class SpecialLayout:
         self.tail_type = types[-1] if self.tail else 0
 
 
-class TransformerClassifier(nn.Module):
+class LibraryAdapter(nn.Module):
+    """The model surface's core over a Hugging Face model ``self.hf``: the pieces' word
+    embeddings in, ``_run(embeds, batch)[0]`` the (B, C) logits out (the encoder and
+    decoder adapters each put the special or template tokens around the pieces)."""
+
+    hf: Any
+
+    def _run(self, embeds: torch.Tensor, batch: Batch, attentions: bool = False) -> Any:
+        raise NotImplementedError
+
+    @property
+    def word_embeddings(self) -> nn.Embedding:
+        return self.hf.get_input_embeddings()
+
+    def embed(self, batch: Batch) -> torch.Tensor:
+        return self.word_embeddings(batch.ids)
+
+    def logits_from_embeddings(self, embeds: torch.Tensor, batch: Batch) -> torch.Tensor:
+        return self._run(embeds, batch)[0]
+
+    def logits(self, batch: Batch) -> torch.Tensor:
+        return self.logits_from_embeddings(self.embed(batch), batch)
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        return self.logits(batch)
+
+
+class TransformerClassifier(LibraryAdapter):
     """``hf``: an ``AutoModelForSequenceClassification`` (eager attention, so every
     layer's attention can be read); ``label_order[c]`` = the hf output index of the
     task's class c (a checkpoint whose labels are the task's in another order)."""
@@ -153,22 +180,6 @@ class TransformerClassifier(nn.Module):
         else:
             return False
         return True
-
-    @property
-    def word_embeddings(self) -> nn.Embedding:
-        return self.hf.get_input_embeddings()
-
-    def embed(self, batch: Batch) -> torch.Tensor:
-        return self.word_embeddings(batch.ids)
-
-    def logits_from_embeddings(self, embeds: torch.Tensor, batch: Batch) -> torch.Tensor:
-        return self._run(embeds, batch)[0]
-
-    def logits(self, batch: Batch) -> torch.Tensor:
-        return self.logits_from_embeddings(self.embed(batch), batch)
-
-    def forward(self, batch: Batch) -> torch.Tensor:
-        return self.logits(batch)
 
     def lrp_logits(self, embeds: torch.Tensor, batch: Batch, eps: float = lrp.EPS
                    ) -> torch.Tensor:

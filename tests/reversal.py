@@ -1,0 +1,51 @@
+"""A translation task whose alignment is known: the target is the source reversed, so
+target word t is the translation of source word n − 1 − t. Word ids 3..22; 0 pads,
+2 is BOS (the seq2seq and decoder-only translator tests train on it)."""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from faithbench.benchmark.core.api import Batch
+
+BOS, VOCAB = 2, 23
+
+
+def sentences(n: int, seed: int) -> list[list[int]]:
+    rng = random.Random(seed)
+    return [[rng.randrange(3, VOCAB) for _ in range(rng.randint(3, 7))] for _ in range(n)]
+
+
+def teacher_forced(rows: list[list[int]]) -> tuple[Batch, torch.Tensor]:
+    """Source rows; prefix BOS + reversed[:-1]; labels the reversed row, -100 at padding."""
+    width = max(map(len, rows))
+    src = torch.zeros(len(rows), width, dtype=torch.long)
+    prefix = torch.zeros_like(src)
+    labels = torch.full(src.shape, -100)
+    for b, row in enumerate(rows):
+        target = row[::-1]
+        src[b, : len(row)] = torch.tensor(row)
+        prefix[b, : len(row)] = torch.tensor([BOS] + target[:-1])
+        labels[b, : len(row)] = torch.tensor(target)
+    return Batch(src, src > 0, tuple(str(i) for i in range(len(rows))), prefix=prefix,
+                 prefix_mask=labels != -100), labels
+
+
+def per_position(row: list[int]) -> Batch:
+    """One row per target position t of ``row``'s reversal: prefix BOS + target[:t]."""
+    n, target = len(row), row[::-1]
+    prefix = torch.zeros(n, n, dtype=torch.long)
+    prefix_mask = torch.zeros(n, n, dtype=torch.bool)
+    for t in range(n):
+        words = [BOS] + target[:t]
+        prefix[t, : len(words)] = torch.tensor(words)
+        prefix_mask[t, : len(words)] = True
+    src = torch.tensor([row] * n)
+    return Batch(src, src > 0, tuple(map(str, range(n))), prefix=prefix, prefix_mask=prefix_mask)
+
+
+def gold(n: int) -> set[tuple[int, int]]:
+    """The true links (source, target) of an n-word sentence."""
+    return {(n - 1 - t, t) for t in range(n)}
