@@ -157,6 +157,14 @@ def load_checkpoint(path: Path, tokenizer, spec: TaskSpec, classify: str, templa
     from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
     kind = AutoModelForCausalLM if classify == model.PROMPT else \
         AutoModelForSequenceClassification
+    if classify == model.HEAD:  # a causal LM's directory would get a fresh, random head
+        from transformers import AutoConfig
+        found = AutoConfig.from_pretrained(str(path)).architectures or []
+        if not any(a.endswith("ForSequenceClassification") for a in found):
+            raise InputError(f"--model-path {path}: --classify head reads a trained "
+                             f"classification head, and this checkpoint has none "
+                             f"({', '.join(found) or 'no architectures listed'}); read a "
+                             "causal LM with --classify prompt and --label-words")
     try:
         hf = kind.from_pretrained(str(path), attn_implementation="eager")
     except (OSError, ValueError) as exc:

@@ -324,3 +324,11 @@ def test_a_head_decoder_trains_without_language_model_pretraining(tmp_path, monk
     assert ready.spec.id == "synthetic[classify=head;model=decoder;seed=0;template=default]@1"
     assert ready.config["model"]["pretrain_epochs"] == 0 and ready.model.mode == "head"
     assert ready.model.logits(next(ready.batches(ready.examples("test", 3), 3))[0]).shape == (3, 2)
+
+
+def test_a_head_is_never_made_up_for_a_causal_checkpoint(tmp_path, tokenizer):
+    from faithbench import tasks
+    save_checkpoint(tmp_path, "llama", tokenizer)
+    options = TaskOptions(model_path=str(tmp_path), prompt=PromptOptions(classify="head"))
+    with pytest.raises(InputError, match="has none .*LlamaForCausalLM.*--classify prompt"):
+        tasks.get_task("synthetic").prepare(options, progress=False)
