@@ -16,8 +16,25 @@ def level(spec) -> str:
     return "corpus" if spec.aggregation is not None else "per example"
 
 
+# which capabilities (an explainer's "requires") each model offers; tests/test_catalog.py
+# builds each model and checks this table against its ``capabilities``
+MODELS = (
+    ("bilstm", "the classification tasks' BiLSTM (default; --bilstm orthogonal: no lrp)",
+     "attention, attention_gradient, attention_vectors, embeddings, gradients, lrp"),
+    ("seq2seq", "alignment's GRU encoder-decoder (default)",
+     "attention, attention_gradient, attention_vectors, embeddings, gradients, lrp"),
+    ("transformer", "MiniLM (--model transformer), a BERT-layout --model-path",
+     "attention, attention_gradient, attention_vectors, embeddings, gradients, "
+     "layer_attention, lrp, value_zeroing"),
+    ("decoder", "--model decoder (classification, alignment), a Llama, Qwen2 or Mistral "
+     "--model-path", "attention, embeddings, gradients, layer_attention, lrp"),
+    ("decoder, GPT-2 layout", "a GPT-2 --model-path",
+     "attention, embeddings, gradients, layer_attention"),
+)
+
+
 def catalog() -> list[tuple[str, list, list[str]]]:
-    """(title, rows, headers) for each of tasks, explainers, metrics."""
+    """(title, rows, headers) for each of tasks, models, explainers, metrics."""
     task_rows = [(t.spec.name, t.spec.kind, t.spec.dataset, t.spec.eval_split, t.spec.id)
                  for _, t in task_registry.REGISTRY.items()]
     explainer_rows = []
@@ -30,6 +47,8 @@ def catalog() -> list[tuple[str, list, list[str]]]:
     # the id last: the longest, copied whole, so the columns before it stay in view
     return [
         ("tasks", task_rows, ["name", "kind", "dataset", "eval split", "id"]),
+        ("models (what each offers the explainers' \"requires\")", list(MODELS),
+         ["name", "what", "offers"]),
         ("explainers", explainer_rows, ["name", "requires", "cost per example", "id"]),
         ("metrics", metric_rows, ["name", "family", "better", "level", "id"]),
     ]

@@ -1,9 +1,10 @@
-"""``faithbench list``: tasks, explainers and metrics with their canonical ids."""
+"""``faithbench list``: tasks, model families (and what each offers explainers),
+explainers and metrics, with their canonical ids."""
 
 from __future__ import annotations
 
 NAME = "list"
-HELP = "tasks, explainers and metrics with their canonical ids"
+HELP = "tasks, models, explainers and metrics: canonical ids, what each model offers"
 EPILOG = """examples:
   faithbench list"""
 
