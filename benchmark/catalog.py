@@ -24,10 +24,11 @@ MODELS = (
     ("seq2seq", "alignment's GRU encoder-decoder (default)",
      "attention, attention_gradient, attention_vectors, embeddings, gradients, lrp"),
     ("transformer", "MiniLM (--model transformer), a BERT-layout --model-path",
-     "attention, attention_gradient, attention_vectors, embeddings, gradients, "
-     "layer_attention, lrp, value_zeroing"),
-    ("decoder", "--model decoder (classification, alignment), a Llama, Qwen2 or Mistral "
-     "--model-path", "attention, embeddings, gradients, layer_attention, lrp"),
+     ("attention, attention_gradient, attention_vectors, embeddings, gradients, "
+      "layer_attention, lrp, value_zeroing")),
+    ("decoder", ("--model decoder (classification, alignment), a Llama, Qwen2 or Mistral "
+                 "--model-path"),
+     "attention, embeddings, gradients, layer_attention, lrp, value_zeroing"),
     ("decoder, GPT-2 layout", "a GPT-2 --model-path",
      "attention, embeddings, gradients, layer_attention"),
 )

@@ -66,8 +66,9 @@ class ValueZeroingExplainer:
         """(B, T) scores summing to 1 over each row's pieces; zero at padding."""
         with torch.no_grad():
             maps, index = model.value_zeroing_maps(batch)  # type: ignore[attr-defined]
-            cls_row = rollout(maps.double())[:, 0, :]  # (B, S)
-        return over_pieces(cls_row, index, batch.mask).float().masked_fill(~batch.mask, 0.0)
+            # the scored position's row: [CLS] (0) of an encoder, a decoder's last
+            row = rollout(maps.double())[:, getattr(model, "query", 0), :]  # (B, S)
+        return over_pieces(row, index, batch.mask).float().masked_fill(~batch.mask, 0.0)
 
 
 EXPLAINER = ValueZeroingExplainer()

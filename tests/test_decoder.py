@@ -219,9 +219,10 @@ def test_a_causal_checkpoint_runs_end_to_end_with_every_explainer_it_serves(
     assert model[0] == "synthetic[classify=prompt;model=hf;seed=0;template=default]@1"
     served = {r.explainer.split("[")[0].split("@")[0] for r in summary.results}
     # the explainers a decoder serves: everything but those reading BERT's layers, and
-    # LRP (AttnLRP) on the Llama layouts only
-    bert_only = {"attention_norm", "attention_x_gradient", "value_zeroing"}
-    names = set(submissions.REFERENCE) - bert_only - ({"lrp"} if layout == "gpt2" else set())
+    # LRP (AttnLRP) and value zeroing on the Llama layouts only
+    bert_only = {"attention_norm", "attention_x_gradient"}
+    llama_only = {"lrp", "value_zeroing"}
+    names = set(submissions.REFERENCE) - bert_only - (llama_only if layout == "gpt2" else set())
     assert served == names, (served ^ names)
     assert {r.metric.split("[")[0].split("@")[0] for r in summary.results} >= {
         "comprehensiveness", "sufficiency", "aopc_morf", "flip_rate", "taucorr_loo"}
@@ -332,3 +333,46 @@ def test_a_head_is_never_made_up_for_a_causal_checkpoint(tmp_path, tokenizer):
     options = TaskOptions(model_path=str(tmp_path), prompt=PromptOptions(classify="head"))
     with pytest.raises(InputError, match="has none .*LlamaForCausalLM.*--classify prompt"):
         tasks.get_task("synthetic").prepare(options, progress=False)
+
+
+@torch.no_grad()
+def test_value_zeroing_is_each_layers_change_when_one_value_is_zeroed(tokenizer):
+    """Every entry of every layer's map against its definition, computed one variant at
+    a time on the typed text: a library forward with position j's value vector zeroed in
+    layer l only, the cosine distance of each position's layer-l output to the original,
+    rows normalized; the adapter batches left-padded rows of three lengths."""
+    hf = causal("llama", tokenizer)
+    model = adapter(hf, tokenizer)
+    batch = batch_of(tokenizer, TEXTS)
+    maps, _ = model.value_zeroing_maps(batch)
+    layers = hf.base_model.layers
+    for row, text in enumerate(TEXTS):
+        ids = torch.tensor([typed(tokenizer, f"Review: {text} Verdict:")])
+        n = ids.shape[1]
+        seen = {}
+
+        def keep(i, seen=seen):
+            def hook(module, args, output):
+                seen[i] = output[0] if isinstance(output, tuple) else output
+            return hook
+
+        handles = [layer.register_forward_hook(keep(i)) for i, layer in enumerate(layers)]
+        hf(input_ids=ids)
+        original = dict(seen)
+        for li, layer in enumerate(layers):
+            hand = torch.zeros(n, n, dtype=torch.float64)
+            for j in range(n):
+                def zero(module, args, output, j=j):
+                    output = output.clone()
+                    output[:, j] = 0
+                    return output
+                extra = layer.self_attn.v_proj.register_forward_hook(zero)
+                hf(input_ids=ids)
+                extra.remove()
+                cos = torch.nn.functional.cosine_similarity(seen[li][0], original[li][0], dim=-1)
+                hand[:, j] = 1 - cos
+            hand = hand / hand.sum(-1, keepdim=True)
+            torch.testing.assert_close(maps[row, li, -n:, -n:], hand, rtol=1e-6, atol=1e-9)
+        for handle in handles:
+            handle.remove()
+        assert float(maps[row, :, :-n].abs().sum() + maps[row, :, :, :-n].abs().sum()) == 0.0

@@ -36,11 +36,16 @@ from faithbench.benchmark.core.api import (
     GRADIENTS,
     LAYER_ATTENTION,
     LRP,
+    VALUE_ZEROING,
     Batch,
     token_attention,
 )
 from faithbench.benchmark.core.errors import InputError
-from faithbench.benchmark.core.models.transformer import LibraryAdapter, retokenized
+from faithbench.benchmark.core.models.transformer import (
+    LibraryAdapter,
+    retokenized,
+    value_zeroing,
+)
 
 FILLER = "_"  # the mask eraser's word for a tokenizer with neither [MASK] nor unk
 # the layouts the tests build and load; others whose base takes inputs_embeds,
@@ -144,7 +149,7 @@ class DecoderClassifier(LibraryAdapter):
         self.baseline_id = self.pad_id
         self.lrp_ready = getattr(hf.config, "model_type", None) in LRP_LAYOUTS
         self.capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LAYER_ATTENTION,
-                                       *([LRP] if self.lrp_ready else [])})
+                                       *([LRP, VALUE_ZEROING] if self.lrp_ready else [])})
         self.max_rows_per_pass = 32
         order = list(range(len(label_ids) if label_ids is not None else hf.config.num_labels)) \
             if label_order is None else list(label_order)
@@ -189,6 +194,16 @@ class DecoderClassifier(LibraryAdapter):
             raise ValueError(f"AttnLRP follows Llama-layout layers ({', '.join(LRP_LAYOUTS)}); "
                              f"this is a {getattr(self.hf.config, 'model_type', '?')} model")
         return lrp_states(self.hf.base_model, full, real, positions, eps)
+
+    @torch.no_grad()
+    def value_zeroing_maps(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Value zeroing (Mohebbi et al. 2023) of a Llama-layout decoder: (B, L, S, S)
+        float64 maps over the full left-padded sequence (``decoder_value_zeroing``) and
+        the (B, T) index; the scored position is the last row."""
+        full, real, positions, index, _ = self._wrap(self.embed(batch), batch)
+        maps = decoder_value_zeroing(self.hf.base_model, full, real, positions,
+                                     self.max_rows_per_pass)
+        return maps, torch.where(batch.mask, index, -1)
 
     def head_logits(self, hidden: torch.Tensor, eps: float | None = None) -> torch.Tensor:
         """(B, C) class scores from (B, D) last-position hidden states, task order
@@ -300,6 +315,31 @@ def lrp_states(base: Any, full: torch.Tensor, real: torch.Tensor, positions: tor
                                  lrp.linear(h, mlp.up_proj, eps))
         x = lrp.add(x, lrp.linear(gated, mlp.down_proj, eps), eps=eps)
     return lrp.passthrough(base.norm, x)
+
+
+def decoder_value_zeroing(base: Any, full: torch.Tensor, real: torch.Tensor,
+                          positions: torch.Tensor, max_rows: int) -> torch.Tensor:
+    """(B, L, S, S) value-zeroing maps of a Llama-layout library decoder ``base`` on
+    left-padded ``full`` (B, S, D): each layer's ``v_proj`` output zeroed at one position
+    at a time (``transformer.value_zeroing``), a chunk of rows at its own width (its
+    last columns). Causal: zeroing j changes only positions from j on."""
+    b, width = real.shape
+    maps = torch.zeros(b, len(base.layers), width, width, dtype=torch.float64,
+                       device=full.device)
+    per_pass = max(1, max_rows // max(width, 1))
+    for start in range(0, b, per_pass):
+        rows = slice(start, start + per_pass)
+        w = int(real[rows].sum(1).max())
+        part = full[rows, -w:], real[rows, -w:], positions[rows, -w:]
+
+        def run(r: int, part=part) -> Any:
+            embeds, keep, where = (t.repeat_interleave(r, dim=0) for t in part)
+            return base(inputs_embeds=embeds, attention_mask=causal_mask(keep, embeds.dtype),
+                        position_ids=where)
+
+        maps[rows, :, -w:, -w:] = value_zeroing(base.layers, lambda layer: layer.self_attn.v_proj,
+                                                run, part[1])
+    return maps
 
 
 def rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, eps: float) -> torch.Tensor:

@@ -29,10 +29,15 @@ from faithbench.benchmark.core.api import (
     GRADIENTS,
     LAYER_ATTENTION,
     LRP,
+    VALUE_ZEROING,
     Batch,
     token_attention,
 )
-from faithbench.benchmark.core.models.decoder import causal_mask, lrp_states
+from faithbench.benchmark.core.models.decoder import (
+    causal_mask,
+    decoder_value_zeroing,
+    lrp_states,
+)
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,9 @@ class TranslatorConfig:
 
 
 class DecoderTranslator(nn.Module):
-    capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LAYER_ATTENTION, LRP})
+    capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LAYER_ATTENTION, LRP,
+                              VALUE_ZEROING})
+    max_rows_per_pass = 32
     query = -1  # the position that predicts the explained word
 
     def __init__(self, config: TranslatorConfig):
@@ -136,6 +143,14 @@ class DecoderTranslator(nn.Module):
         heads averaged, renormalized over them."""
         maps, index = self.attention_maps(batch)
         return token_attention(maps, index, batch.mask, query=self.query)
+
+    @torch.no_grad()
+    def value_zeroing_maps(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, L, S, S) value-zeroing maps over source and prefix and the (B, T) source
+        index (``decoder.decoder_value_zeroing``)."""
+        full, real, positions, src_place, _ = self._wrap(self.embed(batch), batch)
+        maps = decoder_value_zeroing(self.base, full, real, positions, self.max_rows_per_pass)
+        return maps, torch.where(batch.mask, src_place, -1)
 
     def lrp_logits(self, embeds: torch.Tensor, batch: Batch, eps: float = lrp.EPS
                    ) -> torch.Tensor:

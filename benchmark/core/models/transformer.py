@@ -15,6 +15,7 @@ The integrated-gradients reference is the [PAD] embedding at every piece.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -350,49 +351,13 @@ class TransformerClassifier(LibraryAdapter):
             rows = slice(start, start + per_pass)
             w = int(attention_mask[rows].sum(1).max())  # the chunk's own width
             part = full[rows, :w], attention_mask[rows, :w], types[rows, :w]
-            m = part[0].shape[0]
-            hidden, zeroed = self._zeroed_layers(layers, *part)
-            real = part[1].bool()  # (m, w)
-            for i, out in enumerate(zeroed):  # (m·w, w, D): [example·variant j, position i]
-                new = unit(out.double().view(m, w, w, -1))
-                old = unit(hidden[i + 1].double()).unsqueeze(1)  # (m, 1, w, D)
-                distance = 0.5 * (new - old).pow(2).sum(-1).transpose(1, 2)  # (m, i, j)
-                distance = distance * (real.unsqueeze(2) & real.unsqueeze(1))
-                total = distance.sum(-1, keepdim=True)
-                maps[rows, i, :w, :w] = torch.where(total > 0, distance / total.clamp(min=1e-300),
-                                                    distance)
+
+            def run(r: int, part: tuple = part) -> Any:
+                return self._library(*(t.repeat_interleave(r, dim=0) for t in part))
+
+            maps[rows, :, :w, :w] = value_zeroing(layers, lambda layer: layer.attention.self.value,
+                                                  run, part[1].bool())
         return maps, torch.where(batch.mask, index, -1)
-
-    def _zeroed_layers(self, layers: Any, full: torch.Tensor, attention_mask: torch.Tensor,
-                       types: torch.Tensor) -> tuple[Any, list[torch.Tensor]]:
-        """Every layer's (M, W, D) states of M rows of width W, and every layer's (M·W, W, D)
-        output for W copies of each row, copy j with position j's value vector zeroed in
-        that layer (every head), the layer's input the original states."""
-        hidden = self._library(full, attention_mask, types, output_hidden_states=True)
-        hidden = hidden.hidden_states
-        m, w = attention_mask.shape
-        keep = (1 - torch.eye(w, dtype=full.dtype, device=full.device)).repeat(m, 1)
-        zeroed: list[torch.Tensor] = []
-
-        def zero_value(module, args, output):
-            return output * keep.unsqueeze(-1)  # (M·W, W, H·d): copy j, position j
-
-        def hand_on(layer: int):
-            def hook(module, args, output):
-                zeroed.append(output[0] if isinstance(output, tuple) else output)
-                original = hidden[layer + 1].repeat_interleave(w, dim=0)
-                return (original, *output[1:]) if isinstance(output, tuple) else original
-            return hook
-
-        handles = [h for i, layer in enumerate(layers) for h in (
-            layer.attention.self.value.register_forward_hook(zero_value),
-            layer.register_forward_hook(hand_on(i)))]
-        try:
-            self._library(*(t.repeat_interleave(w, dim=0) for t in (full, attention_mask, types)))
-        finally:
-            for handle in handles:
-                handle.remove()
-        return hidden, zeroed
 
     def _run(self, embeds: torch.Tensor, batch: Batch, attentions: bool = False):
         full, attention_mask, types, index = self._wrap(embeds, batch)
@@ -486,6 +451,61 @@ def bert_layers(hf: Any) -> Any:
                 and hasattr(getattr(attention, "output", None), "dense")):
             return None
     return layers
+
+
+def value_zeroing(layers: Any, value_of: Callable[[Any], nn.Module],
+                  run: Callable[[int], Any], real: torch.Tensor) -> torch.Tensor:
+    """(M, L, W, W) float64 value-zeroing maps of M rows of width W (``real`` (M, W)
+    bool): entry [l, i, j] the cosine distance between position i's output of layer l
+    and its output when position j's value vector (``value_of(layer)``'s output) is
+    zeroed in every head of that layer, its input the original states; rows normalized
+    over the real positions. ``run(r)`` forwards the rows, each repeated r times: once
+    to keep every layer's output, then W copies of each row (copy j zeroes position j)."""
+    m, w = real.shape
+    kept: list[torch.Tensor] = []
+    zeroed: list[torch.Tensor] = []
+
+    def first(output: Any) -> torch.Tensor:
+        return output[0] if isinstance(output, tuple) else output
+
+    def keep_output(module, args, output):
+        kept.append(first(output))
+
+    handles = [layer.register_forward_hook(keep_output) for layer in layers]
+    try:
+        run(1)
+    finally:
+        for handle in handles:
+            handle.remove()
+    keep = (1 - torch.eye(w, dtype=kept[0].dtype, device=kept[0].device)).repeat(m, 1)
+
+    def zero_value(module, args, output):
+        return output * keep.unsqueeze(-1)  # (M·W, W, H·d): copy j, position j
+
+    def hand_on(layer: int):
+        def hook(module, args, output):
+            zeroed.append(first(output))
+            original = kept[layer].repeat_interleave(w, dim=0)
+            return (original, *output[1:]) if isinstance(output, tuple) else original
+        return hook
+
+    handles = [h for i, layer in enumerate(layers) for h in (
+        value_of(layer).register_forward_hook(zero_value),
+        layer.register_forward_hook(hand_on(i)))]
+    try:
+        run(w)
+    finally:
+        for handle in handles:
+            handle.remove()
+    maps = torch.zeros(m, len(layers), w, w, dtype=torch.float64, device=real.device)
+    pairs = real.unsqueeze(2) & real.unsqueeze(1)
+    for i, out in enumerate(zeroed):  # (M·W, W, D): [example·variant j, position i]
+        new = unit(out.double().view(m, w, w, -1))
+        old = unit(kept[i].double()).unsqueeze(1)  # (M, 1, W, D)
+        distance = 0.5 * (new - old).pow(2).sum(-1).transpose(1, 2) * pairs  # (M, i, j)
+        total = distance.sum(-1, keepdim=True)
+        maps[:, i] = torch.where(total > 0, distance / total.clamp(min=1e-300), distance)
+    return maps
 
 
 def unit(x: torch.Tensor) -> torch.Tensor:
