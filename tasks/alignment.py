@@ -41,11 +41,11 @@ from faithbench.benchmark.core.device import Placement, place
 from faithbench.benchmark.core.errors import DataFileError, InputError
 from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.gate import Budget, ModelCheck, ModelReport, perplexity_check
-from faithbench.benchmark.core.models.lifecycle import PreparedModel, from_release, load_or_train
 from faithbench.benchmark.core.models.decoder_translator import (
     DecoderTranslator,
     TranslatorConfig,
 )
+from faithbench.benchmark.core.models.lifecycle import PreparedModel, from_release, load_or_train
 from faithbench.benchmark.core.models.seq2seq import AttentionSeq2Seq, Seq2SeqConfig
 from faithbench.benchmark.core.models.training import (
     NEXT_WORD,
@@ -224,7 +224,8 @@ class AlignmentTask:
                              "(default) and a decoder-only translator (--model decoder); "
                              "--model transformer and --model-path apply to the "
                              "classification tasks")
-        if options.model == "decoder" and options.bilstm is not None:
+        decoder = options.model == "decoder"  # the decoder-only translator
+        if decoder and options.bilstm is not None:
             raise InputError(f"--bilstm {options.bilstm} is a variant of the GRU "
                              "encoder-decoder, not of --model decoder")
         if options.bilstm not in (None, "uniform"):
@@ -233,7 +234,7 @@ class AlignmentTask:
                              "uniform (its attention frozen at 1/n)")
         plan = self._plan(options)
         seed_everything(options.seed)  # before the build: the seed decides the initial weights
-        build = DecoderTranslator if options.model == "decoder" else AttentionSeq2Seq
+        build = DecoderTranslator if decoder else AttentionSeq2Seq
         model = place(build(plan.mconf), Placement.of(options))
         path, tconf, held, training = plan.path, plan.tconf, plan.held, plan.training
         ready = ReadyAlignment(spec=self.spec_for(options), gold=plan.gold,
@@ -266,8 +267,8 @@ class AlignmentTask:
         made = load_or_train(model, path, train=fit, config=plan.config,
                              fraction_accuracy=False)  # perplexity and BLEU
         ready.take(made)
-        budget = Budget("decoder" if options.model == "decoder" else "seq2seq", options.variant or DEFAULT_VARIANT, len(training),
-                        options.train_limit, tconf.epochs, len(made.history))
+        budget = Budget("decoder" if decoder else "seq2seq", options.variant or DEFAULT_VARIANT,
+                        len(training), options.train_limit, tconf.epochs, len(made.history))
         ready.report = ModelReport(budget, ready.check(held, training))
         return ready
 

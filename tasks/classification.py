@@ -252,6 +252,9 @@ class ClassificationTask:
         if transformer.family(options) == "hf":
             raise InputError("--deceive trains a model; a --model-path checkpoint is "
                              "evaluated as it is")
+        if transformer.family(options) == "decoder":
+            raise InputError("--deceive trains the attention of the BiLSTM or MiniLM; the "
+                             "decoder family does not offer it")
 
     def _trained_on(self, splits: dict[str, list[Example]]) -> str:
         """Fingerprint of what training reads: the training split and the validation

@@ -91,8 +91,7 @@ class DecoderConfig:
                            intermediate_size=self.intermediate, num_hidden_layers=self.layers,
                            num_attention_heads=self.heads, num_key_value_heads=self.heads,
                            max_position_embeddings=self.max_positions, tie_word_embeddings=True,
-                           num_labels=self.num_classes, pad_token_id=tokenizer.pad_token_id,
-                           attn_implementation="eager")
+                           num_labels=self.num_classes, pad_token_id=tokenizer.pad_token_id)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -157,14 +156,6 @@ def load_checkpoint(path: Path, tokenizer, spec: TaskSpec, classify: str, templa
     from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
     kind = AutoModelForCausalLM if classify == model.PROMPT else \
         AutoModelForSequenceClassification
-    if classify == model.HEAD:  # a causal LM's directory would get a fresh, random head
-        from transformers import AutoConfig
-        found = AutoConfig.from_pretrained(str(path)).architectures or []
-        if not any(a.endswith("ForSequenceClassification") for a in found):
-            raise InputError(f"--model-path {path}: --classify head reads a trained "
-                             f"classification head, and this checkpoint has none "
-                             f"({', '.join(found) or 'no architectures listed'}); read a "
-                             "causal LM with --classify prompt and --label-words")
     try:
         hf = kind.from_pretrained(str(path), attn_implementation="eager")
     except (OSError, ValueError) as exc:
@@ -176,6 +167,24 @@ def load_checkpoint(path: Path, tokenizer, spec: TaskSpec, classify: str, templa
         return model.DecoderClassifier(hf, tokenizer, tpl, model.label_word_ids(tokenizer, words))
     return model.DecoderClassifier(hf, tokenizer, tpl, None,
                                    label_order(path, hf.config.id2label, spec.labels))
+
+
+def checkpoint_limit(path: Path, classify: str) -> int:
+    """How many positions a user's checkpoint reads (at most 1,024), its config read once;
+    ``--classify head`` is refused on a checkpoint without a trained head (the library
+    would give it a fresh, random one)."""
+    from transformers import AutoConfig
+    library = AutoConfig.from_pretrained(str(path))
+    found = library.architectures or []
+    if classify == model.HEAD and not any(a.endswith("ForSequenceClassification")
+                                          for a in found):
+        raise InputError(f"--model-path {path}: --classify head reads a trained "
+                         f"classification head, and this checkpoint has none "
+                         f"({', '.join(found) or 'no architectures listed'}); read a "
+                         "causal LM with --classify prompt and --label-words")
+    positions = getattr(library, "max_position_embeddings", None) or getattr(
+        library, "n_positions", None) or 1024
+    return min(int(positions), 1024)
 
 
 def max_pieces(limit: int, template: model.Template, pair: bool) -> int:
@@ -217,9 +226,6 @@ def setup(task, options: TaskOptions, splits: dict[str, list[Example]], path: Pa
           *, pretrained: bool) -> Family:
     """The decoder ``options`` asks of ``task``: trained here (``--model decoder``, the
     tokenizer MiniLM's from ``path``) or a user's checkpoint in ``path``."""
-    if options.deceive:
-        raise InputError("--deceive trains the attention of the BiLSTM or MiniLM; the decoder "
-                         "family does not offer it")
     classify, template, words = prompt_of(task.spec, options)
     pair = task.spec.kind == PAIR_CLASSIFICATION
     tpl = model.template_ids(tokenizer, template, pair)
@@ -228,14 +234,7 @@ def setup(task, options: TaskOptions, splits: dict[str, list[Example]], path: Pa
     name = "hf" if pretrained else "decoder"
     spec = prompt_spec(precision_spec(family_spec(task.spec, name), options), classify,
                        template, words)
-    if pretrained:
-        from transformers import AutoConfig
-        library = AutoConfig.from_pretrained(str(path))
-        positions = getattr(library, "max_position_embeddings", None) or getattr(
-            library, "n_positions", None) or 1024
-        limit = min(int(positions), 1024)
-    else:
-        limit = DecoderConfig.max_positions
+    limit = checkpoint_limit(path, classify) if pretrained else DecoderConfig.max_positions
     fit = max_pieces(limit, tpl, pair)
     splits = {s: split_to_pieces(tokenizer, rows, fit, f"{task.spec.name} {s}")
               for s, rows in splits.items()}

@@ -249,7 +249,7 @@ class Family:
     pretrained: bool  # a --model-path checkpoint: evaluated as it is, never trained
     tconf: TrainConfig | None  # fine-tuning settings (None for a checkpoint)
     # before training to classify (a decoder's language-model pre-training): called with
-    # the model and the prepared task; returns what goes into the training history
+    # the model and the prepared task; returns each epoch's loss (kept in the model file)
     pretrain: Callable[[torch.nn.Module, Any], list] | None = None
 
 

@@ -301,19 +301,57 @@ def test_attnlrp_conserves_the_logit_up_to_what_its_softmax_rule_leaves_to_the_b
     assert float(relevance[~real].abs().sum()) == 0.0
 
 
-def test_lrp_runs_on_llama_layouts_and_is_refused_on_gpt2(tokenizer):
+def test_lrp_scores_each_piece_by_its_relevance_and_is_refused_on_gpt2(tokenizer):
+    """The explainer's score of a piece is the relevance (summed over dimensions) that
+    AttnLRP gives the embedding at the piece's place in the full left-padded sequence,
+    from the target logit; template positions are not pieces."""
     from faithbench.benchmark.core.errors import PluginError
     from faithbench.benchmark.core.isolation import plugin_caller
     from faithbench.submissions import get_explainer
     explainer = get_explainer("lrp")
     batch = batch_of(tokenizer, TEXTS)
     model = adapter(causal("llama", tokenizer), tokenizer)
-    scores = explainer.explain(model, batch, torch.tensor([0, 1, 0]), rng=torch.Generator())
-    assert scores.shape == batch.ids.shape and bool((scores[~batch.mask] == 0).all())
+    target = torch.tensor([0, 1, 0])
+    scores = explainer.explain(model, batch, target, rng=torch.Generator())
+    full, real, positions, index, _ = model._wrap(model.embed(batch), batch)
+    full = full.detach().requires_grad_(True)
+    logits = model.head_logits(model.lrp_hidden(full, real, positions, explainer.eps)[:, -1],
+                               explainer.eps)
+    start = torch.zeros_like(logits).scatter(1, target[:, None],
+                                             logits.detach().gather(1, target[:, None]))
+    (relevance,) = torch.autograd.grad(logits, full, grad_outputs=start)
+    per_position = relevance.sum(-1)
+    for row in range(3):
+        n = int(batch.mask[row].sum())
+        want = per_position[row, index[row, :n]]
+        torch.testing.assert_close(scores[row, :n].double(), want, rtol=1e-5, atol=1e-7)
+    assert bool((scores[~batch.mask] == 0).all())
     gpt2 = adapter(causal("gpt2", tokenizer), tokenizer)
     with pytest.raises(PluginError, match="lrp"), plugin_caller(explainer, gpt2,
                                                                 time_budget_s=None):
         pass
+
+
+def test_language_model_loss_of_a_padded_row_is_the_unpadded_texts(tokenizer):
+    """Rows of three lengths in one left-padded batch: the batch loss is the mean over
+    every real next-token prediction, each row's the one it has alone."""
+    hf = causal("llama", tokenizer)
+    model = adapter(hf, tokenizer)
+    with torch.no_grad():
+        together = model.language_model_loss(batch_of(tokenizer, TEXTS))
+        sums, count = 0.0, 0
+        for text in TEXTS:
+            ids = torch.tensor([typed(tokenizer, f"Review: {text} Verdict:")])
+            logits = hf(input_ids=ids).logits[0, :-1]
+            sums += float(-logits.log_softmax(-1).gather(1, ids[0, 1:, None]).sum())
+            count += ids.shape[1] - 1
+    assert float(together) == pytest.approx(sums / count, rel=1e-9)
+
+
+def test_deceive_is_refused_for_the_decoder_before_any_data_is_read():
+    from faithbench import tasks
+    with pytest.raises(InputError, match="decoder family does not offer it"):
+        tasks.check_deceive("synthetic", TaskOptions(model="decoder", deceive=1.0))
 
 
 def test_a_head_decoder_trains_without_language_model_pretraining(tmp_path, monkeypatch):

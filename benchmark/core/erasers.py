@@ -10,9 +10,10 @@ model sees what a user would get by typing the perturbed sentence, which is not
 always the remaining pieces (a word's tail glued to its neighbour re-splits). The
 perturbation engine applies it (``Perturber``), since it needs the model's tokenizer.
 
-On a decoder (``--model decoder``, a causal ``--model-path``) there is no [MASK]:
-``mask`` substitutes the tokenizer's unknown-word token where it has one (GPT-2's is
-its end-of-text token), else a filler word ``_``; ``pad`` substitutes the padding token
+On a decoder (``--model decoder``, a causal ``--model-path``) there is seldom a
+[MASK]: ``mask`` substitutes it where the tokenizer has one (MiniLM's vocabulary, which
+the decoder trained here uses), else the unknown-word token (GPT-2's is its end-of-text
+token), else a filler word ``_``; ``pad`` substitutes the padding token
 (a decoder's pad is often its end-of-text token), which the model attends to like a word;
 ``delete`` closes the gap and shortens the left-padded prompt. The template's tokens are
 never erased (``faithbench.benchmark.core.models.decoder``).

@@ -14,8 +14,9 @@ position ids counted from each row's first real token, so the scored position is
 last one of every row (``query = -1``: the attention row an attention explainer reads)
 and a padded row computes what the unpadded sequence computes.
 
-There is no [MASK] in a decoder's vocabulary: the ``mask`` eraser substitutes the
-unknown-word token where the tokenizer has one, else a filler word (``FILLER``);
+A decoder's vocabulary seldom has a [MASK]: the ``mask`` eraser substitutes [MASK]
+where the tokenizer has one (MiniLM's, which the decoder trained here uses), else the
+unknown-word token, else a filler word (``FILLER``);
 ``pad`` substitutes the padding token, whose embedding the model never saw in place
 of a word; ``delete`` removes the pieces (the eraser cards in
 ``faithbench.benchmark.core.erasers`` say the same).
@@ -48,9 +49,6 @@ from faithbench.benchmark.core.models.transformer import (
 )
 
 FILLER = "_"  # the mask eraser's word for a tokenizer with neither [MASK] nor unk
-# the layouts the tests build and load; others whose base takes inputs_embeds,
-# attention_mask and position_ids work the same way
-LAYOUTS = ("gpt2", "llama", "qwen2", "mistral")
 PROMPT, HEAD = "prompt", "head"
 # the layouts whose layers AttnLRP is written for here (RMSNorm, rotary positions,
 # q/k/v/o projections, gated MLP); GPT-2's LayerNorm, learned positions and fused
@@ -223,19 +221,18 @@ class DecoderClassifier(LibraryAdapter):
 
     def language_model_loss(self, batch: Batch) -> torch.Tensor:
         """Mean next-token cross-entropy over a batch of texts (template and all), for
-        language-model pre-training on the task's own text (``prompt`` models only)."""
+        language-model pre-training on the task's own text (``prompt`` models only): every
+        real position predicts the next one, so a padded row's loss is the unpadded
+        text's, and the output layer (the vocabulary, the costly part) runs only there."""
         full, real, positions, _, ids = self._wrap(self.embed(batch), batch)
-        hidden = self.hf.base_model(inputs_embeds=full, attention_mask=causal_mask(real, full.dtype),
-                                    position_ids=positions).last_hidden_state
-        logits = self.hf.get_output_embeddings()(hidden[:, :-1])
-        target = ids[:, 1:].masked_fill(~real[:, 1:], -100)
-        return nn.functional.cross_entropy(logits.flatten(0, 1), target.flatten(),
-                                           ignore_index=-100)
+        hidden = run_decoder(self.hf.base_model, full, real, positions).last_hidden_state
+        predicts = real[:, :-1] & real[:, 1:]  # a real position whose next one is real
+        logits = self.hf.get_output_embeddings()(hidden[:, :-1][predicts])
+        return nn.functional.cross_entropy(logits, ids[:, 1:][predicts])
 
     def _run(self, embeds: torch.Tensor, batch: Batch, attentions: bool = False):
         full, real, positions, index, _ = self._wrap(embeds, batch)
-        out = self.hf.base_model(inputs_embeds=full, attention_mask=causal_mask(real, full.dtype),
-                                 position_ids=positions, output_attentions=attentions)
+        out = run_decoder(self.hf.base_model, full, real, positions, attentions)
         logits = self.head_logits(out.last_hidden_state[:, -1])
         if not attentions:
             return logits, None, None
@@ -333,9 +330,7 @@ def decoder_value_zeroing(base: Any, full: torch.Tensor, real: torch.Tensor,
         part = full[rows, -w:], real[rows, -w:], positions[rows, -w:]
 
         def run(r: int, part=part) -> Any:
-            embeds, keep, where = (t.repeat_interleave(r, dim=0) for t in part)
-            return base(inputs_embeds=embeds, attention_mask=causal_mask(keep, embeds.dtype),
-                        position_ids=where)
+            return run_decoder(base, *(t.repeat_interleave(r, dim=0) for t in part))
 
         maps[rows, :, -w:, -w:] = value_zeroing(base.layers, lambda layer: layer.self_attn.v_proj,
                                                 run, part[1])
@@ -353,6 +348,14 @@ def rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, eps: float) ->
     signed = torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
     return lrp.add(lrp.passthrough(lambda t: t * cos, x),
                    lrp.passthrough(lambda t: t * signed, swapped), eps=eps)
+
+
+def run_decoder(base: Any, full: torch.Tensor, real: torch.Tensor, positions: torch.Tensor,
+                attentions: bool = False) -> Any:
+    """The library decoder ``base`` on left-padded embeddings ``full`` (B, S, D), with
+    ``causal_mask`` and position ids counted from each row's first real token."""
+    return base(inputs_embeds=full, attention_mask=causal_mask(real, full.dtype),
+                position_ids=positions, output_attentions=attentions)
 
 
 def causal_mask(real: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

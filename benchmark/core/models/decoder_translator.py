@@ -34,9 +34,9 @@ from faithbench.benchmark.core.api import (
     token_attention,
 )
 from faithbench.benchmark.core.models.decoder import (
-    causal_mask,
     decoder_value_zeroing,
     lrp_states,
+    run_decoder,
 )
 
 
@@ -111,9 +111,7 @@ class DecoderTranslator(nn.Module):
 
     def _states(self, embeds: torch.Tensor, batch: Batch, attentions: bool = False):
         full, real, positions, src_place, tgt_place = self._wrap(embeds, batch)
-        out = self.base(inputs_embeds=full, attention_mask=causal_mask(real, full.dtype),
-                        position_ids=positions, output_attentions=attentions)
-        return out, src_place, tgt_place
+        return run_decoder(self.base, full, real, positions, attentions), src_place, tgt_place
 
     def teacher_forced_logits(self, batch: Batch) -> torch.Tensor:
         """(B, U, V): at prefix step k, the scores of target word k + 1 (for training)."""
