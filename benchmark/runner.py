@@ -193,7 +193,7 @@ def check_names(config: RunConfig) -> None:
     own = [t for t in config.tasks if t in task_registry.OWN_DATA]
     if config.dataset is not None and not own:
         raise InputError(f"--dataset {config.dataset.source} is read by the tasks "
-                         f"{' and '.join(task_registry.OWN_DATA)}; add --tasks text (or "
+                         f"{', '.join(task_registry.OWN_DATA)}; add --tasks text (or "
                          "text_pair)")
     for name in own:
         task_registry.get_task(name).dataset_of(config.evaluation.task_options(0))

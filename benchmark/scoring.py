@@ -3,7 +3,9 @@
 
 A plausibility metric sees only the examples that have a reference rationale; a
 retraining metric (ROAR) gets a ``TrainingInput`` with a retrainer on the run's
-executor.
+executor. On a generation task a row is one step of a sequence: the metric compares
+log-probabilities, and a sequence's value is the mean over its steps (``_mean_by_group``),
+so intervals resample sequences, not steps.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from faithbench.benchmark.core.api import Explainer, MetricInput, TrainingInput
+from faithbench.benchmark.core.api import GENERATION, Explainer, MetricInput, TrainingInput
 from faithbench.benchmark.core.errors import InputError
 from faithbench.benchmark.core.progress import progress_bar
 from faithbench.benchmark.core.retrain import Retrainer
@@ -49,6 +51,7 @@ def score_batches(session: EvaluationSession, metric, scores: Sequence[Sequence[
         index = torch.tensor(keep, dtype=torch.long)
         targets, probs = targets.index_select(0, index), probs.index_select(0, index)
     rate = reference_rate(examples) if metric.spec.needs_reference else None
+    steps = session.spec.kind == GENERATION
     size, values, stats, curves = session.config.batch_size, [], [], []
     flags: dict[str, list] = {}
     model_eval(session.prepared.model)  # whatever ran before, metrics see no dropout
@@ -59,7 +62,7 @@ def score_batches(session: EvaluationSession, metric, scores: Sequence[Sequence[
             out = metric.compute(MetricInput(
                 batch=batch, scores=padded(scores[sl], batch.ids.shape), target=targets[sl],
                 base_probs=probs[sl], perturber=session.perturber, reference=reference,
-                reference_rate=rate))
+                reference_rate=rate, log_target=steps))
             values.append(out.values.double().cpu().numpy())
             for name, flag in out.flags.items():
                 flags.setdefault(name, []).append(flag.cpu().numpy())
@@ -77,7 +80,8 @@ def score_batches(session: EvaluationSession, metric, scores: Sequence[Sequence[
         curve=nan_padded(curves) if len(curves) == len(values) and curves else None,
     )
     if metric.spec.aggregation is None:
-        return scored
+        return _mean_by_group(scored, [session.prepared.group_of(e) for e in examples]) \
+            if steps else scored
     return _by_group(scored, [session.prepared.group_of(e) for e in examples],
                      metric.spec.aggregation)
 
@@ -149,6 +153,40 @@ def _by_group(scored: Scored, groups: list[str], aggregation) -> Scored:
     with np.errstate(invalid="ignore", divide="ignore"):
         values = np.asarray(aggregation(stats), dtype=float)
     return Scored(ids=order, values=values, flags=flags, stats=stats)
+
+
+def _mean_by_group(scored: Scored, groups: list[str]) -> Scored:
+    """Per-example values (and curves) averaged per group, in order of first appearance:
+    a generated sequence's value is the mean over its steps that define the metric (NaN
+    where none does); flags count the steps.
+
+    >>> s = Scored(ids=["a-0", "a-1", "b-0"], values=np.array([1.0, 3.0, np.nan]),
+    ...            curve=np.array([[1.0, np.nan], [3.0, 5.0], [np.nan, np.nan]]))
+    >>> g = _mean_by_group(s, ["a", "a", "b"])
+    >>> g.ids, g.values.tolist(), g.curve.tolist()[0]
+    (['a', 'b'], [2.0, nan], [2.0, 5.0])
+    """
+    order = list(dict.fromkeys(groups))
+    position = {g: i for i, g in enumerate(order)}
+    index = np.array([position[g] for g in groups], dtype=int)
+
+    def mean(values: np.ndarray) -> np.ndarray:
+        shape = (len(order), *values.shape[1:])
+        total, count = np.zeros(shape), np.zeros(shape)
+        defined = np.isfinite(values)
+        np.add.at(total, index, np.where(defined, values, 0.0))
+        np.add.at(count, index, defined.astype(float))
+        with np.errstate(invalid="ignore"):
+            return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+    flags = {}
+    for name, flag in scored.flags.items():
+        flags[name] = np.zeros(len(order))
+        np.add.at(flags[name], index, flag.astype(float))
+    return Scored(ids=order, values=mean(scored.values), flags=flags,
+                  curve=None if scored.curve is None else mean(scored.curve),
+                  seconds=scored.seconds, rows_forwarded=scored.rows_forwarded,
+                  rows_requested=scored.rows_requested)
 
 
 def with_reference(examples: Sequence) -> list[int]:

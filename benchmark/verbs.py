@@ -11,10 +11,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, cast
 
 from faithbench import submissions
 from faithbench import tasks as task_registry
-from faithbench.benchmark.core.api import CLASSIFICATION, PAIR_CLASSIFICATION
+from faithbench.benchmark.core.api import CLASSIFICATION, GENERATION, PAIR_CLASSIFICATION
 from faithbench.benchmark.core.errors import DataFileError, InputError, PluginError
 from faithbench.benchmark.core.files import content_hash
 from faithbench.benchmark.core.isolation import plugin_caller
@@ -26,6 +27,7 @@ from faithbench.benchmark.core.records import (
     write_jsonl_atomic,
 )
 from faithbench.benchmark.core.validation import CheckResult, run_checks
+from faithbench.benchmark.inseq import read_inseq
 from faithbench.benchmark.plan import RunConfig
 from faithbench.benchmark.recording import provenance
 from faithbench.benchmark.runner import (
@@ -46,6 +48,9 @@ def explain_to_file(task: str, explainer: str, out_file: str, config: RunConfig)
     and what the example carries (segments of a pair; on a subword model the word of each
     piece, ``words``; an alignment row's sentence, position, prefix and target_word), so
     ``faithbench score`` reads back the examples ``run`` scores, words grouped alike."""
+    check = getattr(task_registry.get_task(task), "check_data", None)
+    if check is not None:  # a bad or missing dataset stops before the model is prepared
+        check(config.evaluation.task_options(config.seeds[0], config.device))
     session = open_session(task, config)
     # as examples, not a split: nothing is cached or kept part-done under ``config.out``,
     # which for this verb names the output file
@@ -104,7 +109,7 @@ def read_explanations(path: str, n_labels: int) -> list[dict]:
 
 
 def score_file(task: str, explanations: str | Sequence[str], config: RunConfig,
-               per_example_out: str | None = None) -> list[dict]:
+               per_example_out: str | None = None, *, inseq: bool = False) -> list[dict]:
     """Score explanations computed anywhere with the task's model.
 
     The target of each row is its ``target`` field if given, else the task's own
@@ -112,13 +117,18 @@ def score_file(task: str, explanations: str | Sequence[str], config: RunConfig,
     row per (file, metric): the estimate over the examples that define the metric, and
     ``undefined``, how many do not (their per-example rows have a null value). Several files (e.g. one per explainer) share one model and
     one perturbation engine, so a variant two explainers both ask for (every
-    leave-one-out input, the empty input) is forwarded once.
+    leave-one-out input, the empty input) is forwarded once. ``inseq``: the files are
+    Inseq's saved attributions of a generation task (``faithbench.benchmark.inseq``).
     """
     files = [explanations] if isinstance(explanations, str) else list(explanations)
+    if inseq and task_registry.get_task(task).spec.kind != GENERATION:
+        raise InputError(f"--inseq reads attributions of generated tokens: use --task "
+                         f"generation (task {task!r} is not one)")
     base = open_session(task, config)
     summary, per_example = [], []
     for path in files:
-        rows = read_explanations(path, base.prepared.n_outputs)
+        rows = read_inseq(path, cast(Any, base.prepared).tokenizer, base.prepared.n_outputs) \
+            if inseq else read_explanations(path, base.prepared.n_outputs)
         session = base.on(base.prepared.examples_from_rows(path, rows))
         if any(r.get("target") is not None for r in rows):
             default = session.targets

@@ -75,12 +75,11 @@ from faithbench.benchmark.core.api import (
 )
 from faithbench.benchmark.core.errors import InputError
 from faithbench.metrics.variants import (
-    base_target_prob,
     candidates,
     check_eraser,
     faithfulness_spec,
     masked_mean,
-    of_target,
+    target_drops,
     variant_probs,
 )
 
@@ -118,8 +117,7 @@ def _aopc(inp: MetricInput, k_max: int, eraser: str, segment, granularity, *, le
     k = torch.arange(1, steps + 1, device=n.device).expand(len(batch), steps)  # (B, V)
     valid = k <= n.unsqueeze(1)  # step k exists only while k <= n
     keeps = batch.mask.unsqueeze(1) & ~cand.ranked(inp.scores, k, least=least)
-    p = of_target(variant_probs(inp, keeps, valid, eraser), inp.target)  # (B, V)
-    drops = base_target_prob(inp).unsqueeze(1) - p
+    drops = target_drops(inp, variant_probs(inp, keeps, valid, eraser))  # (B, V)
     return MetricOutput(masked_mean(drops, valid).double(),
                         curve=drops.double().masked_fill(~valid, float("nan")))
 

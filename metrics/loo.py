@@ -56,11 +56,10 @@ from faithbench.benchmark.core.api import (
     SimpleMetric,
 )
 from faithbench.metrics.variants import (
-    base_target_prob,
     candidates,
     check_eraser,
     faithfulness_spec,
-    of_target,
+    target_drops,
     variant_probs,
 )
 
@@ -77,8 +76,7 @@ def taucorr_loo(inp: MetricInput, *, eraser: str, segment: int | None,
     cand = candidates("taucorr_loo", inp, segment, granularity)
     masks, exists = cand.units()  # (B, W, T), (B, W)
     keeps = inp.batch.mask.unsqueeze(1) & ~masks
-    p = of_target(variant_probs(inp, keeps, exists, eraser), inp.target)  # (B, W)
-    drops = (base_target_prob(inp).unsqueeze(1) - p).numpy()
+    drops = target_drops(inp, variant_probs(inp, keeps, exists, eraser)).numpy()  # (B, W)
     scores = cand.unit_scores(inp.scores).detach().double().cpu().numpy()
     out = []
     for row, have in enumerate(exists.cpu().numpy()):

@@ -95,12 +95,11 @@ from faithbench.benchmark.core.api import (
 from faithbench.benchmark.core.errors import InputError
 from faithbench.metrics.variants import (
     TIES,
-    base_target_prob,
     candidates,
     check_eraser,
     faithfulness_spec,
     masked_mean,
-    of_target,
+    target_drops,
     variant_probs,
 )
 
@@ -175,8 +174,7 @@ def _drops(inp, bins, rounding, eraser, segment, *, keep_rationale: bool, name: 
         keeps = rationale | (batch.mask & ~cand.eligible).unsqueeze(1)
     else:
         keeps = batch.mask.unsqueeze(1) & ~rationale
-    p = of_target(variant_probs(inp, keeps, valid, eraser), inp.target)  # (B, V)
-    drops = base_target_prob(inp).unsqueeze(1) - p
+    drops = target_drops(inp, variant_probs(inp, keeps, valid, eraser))  # (B, V)
     values = masked_mean(drops, valid)
     none = ~valid.cpu().any(dim=1)
     values = torch.where(none, float("nan") if if_empty is None else float(if_empty), values)

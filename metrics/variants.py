@@ -30,6 +30,7 @@ from faithbench.benchmark.core import erasers
 from faithbench.benchmark.core.api import (
     ALIGNMENT,
     CLASSIFICATION,
+    GENERATION,
     PAIR_CLASSIFICATION,
     Batch,
     MetricInput,
@@ -44,13 +45,15 @@ GRANULARITIES = (None, "word", "subword")
 def faithfulness_spec(name: str, direction: str, params: tuple, citation: str,
                       version: str = "1", kinds: frozenset | None = None) -> MetricSpec:
     """The spec every erasure-based metric shares: every task kind (on an alignment row
-    the source words are erased and the target is the reference next word), and the
-    ``eraser``, ``segment`` and ``granularity`` options after its own ``params``."""
+    the source words are erased and the target is the reference next word; on a
+    generation row the prompt and earlier tokens, the target being the next token, in
+    log-probability), and the ``eraser``, ``segment`` and ``granularity`` options after
+    its own ``params``."""
     return MetricSpec(
         name=name,
         version=version,
         direction=direction,
-        kinds=kinds or frozenset({CLASSIFICATION, PAIR_CLASSIFICATION, ALIGNMENT}),
+        kinds=kinds or frozenset({CLASSIFICATION, PAIR_CLASSIFICATION, ALIGNMENT, GENERATION}),
         params=(*params, ("eraser", "delete"), ("segment", None), ("granularity", None)),
         citation=citation,
     )
@@ -343,6 +346,32 @@ def base_target_prob(inp: MetricInput) -> torch.Tensor:
     """(B,) float64 p_ŷ(x) from the engine's base probabilities."""
     base = inp.base_probs.detach().to("cpu", torch.float64)
     return of_target(base.unsqueeze(1), inp.target).squeeze(1)
+
+
+def target_drops(inp: MetricInput, probs: torch.Tensor) -> torch.Tensor:
+    """(B, V) float64 how much each variant lowers the target's score: p(x) − p(variant),
+    or on a generation row (``inp.log_target``) log p(x) − log p(variant), each
+    probability held at least ``TINY`` (a variant the model gives probability 0 in
+    float32 counts as log ``TINY`` ≈ −87.3, not −∞).
+
+    >>> from dataclasses import replace
+    >>> from faithbench.testing import Votes
+    >>> from faithbench.benchmark.core.perturb import Perturber
+    >>> b = Batch(torch.tensor([[2, 3]]), torch.ones(1, 2, dtype=torch.bool), ("a",))
+    >>> inp = MetricInput(b, torch.zeros(1, 2), torch.tensor([0]),
+    ...                   torch.tensor([[0.5, 0.5]]), Perturber(Votes()))
+    >>> p = torch.tensor([[[0.25, 0.75]]])
+    >>> target_drops(inp, p).tolist(), round(target_drops(replace(inp, log_target=True), p).item(), 4)
+    ([[0.25]], 0.6931)
+    """
+    p = of_target(probs, inp.target).to(torch.float64)
+    base = base_target_prob(inp).unsqueeze(1)
+    if not inp.log_target:
+        return base - p
+    return torch.log(base.clamp(min=TINY)) - torch.log(p.clamp(min=TINY))
+
+
+TINY = float(torch.finfo(torch.float32).tiny)
 
 
 def masked_mean(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:

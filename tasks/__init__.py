@@ -1,7 +1,16 @@
 """Tasks: one module per task; the registry is filled by explicit ``add`` calls."""
 
 from faithbench.benchmark.core.registry import Registry
-from faithbench.tasks import alignment, classification, nli, sentiment, shortcut, synthetic, text
+from faithbench.tasks import (
+    alignment,
+    classification,
+    generation,
+    nli,
+    sentiment,
+    shortcut,
+    synthetic,
+    text,
+)
 
 REGISTRY = Registry("task")
 REGISTRY.add(synthetic.SPEC.name, synthetic.TASK)
@@ -15,7 +24,9 @@ REGISTRY.add(shortcut.NLI_SINGLE.spec.name, shortcut.NLI_SINGLE)
 REGISTRY.add(shortcut.NLI_PAIR.spec.name, shortcut.NLI_PAIR)
 REGISTRY.add(text.TEXT.spec.name, text.TEXT)
 REGISTRY.add(text.TEXT_PAIR.spec.name, text.TEXT_PAIR)
-OWN_DATA = (text.TEXT.spec.name, text.TEXT_PAIR.spec.name)  # the tasks that read --dataset
+REGISTRY.add(generation.SPEC.name, generation.TASK)
+# the tasks that read --dataset
+OWN_DATA = (text.TEXT.spec.name, text.TEXT_PAIR.spec.name, generation.SPEC.name)
 
 
 def get_task(name: str):

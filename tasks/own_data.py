@@ -225,7 +225,7 @@ def _example(options: DatasetOptions, split: str, i: int, row: dict, index: dict
     label = _label(row[options.label])
     key = None if label is None else str(label)
     if key not in index:
-        raise InputError(f"{_where(options, split, i, options.label)}: label {label!r} is not "
+        raise InputError(f"{_where(options, split, i, str(options.label))}: label {label!r} is not "
                          f"one of {', '.join(index)}"
                          + (" (--labels)" if options.labels else ""))
     if options.pair is None:

@@ -99,6 +99,11 @@ class TextTask:
             pair = " --pair-column C2" if self.pair else ""
             raise InputError(f"task {self.spec.name} reads your own dataset: give --dataset "
                              f"FILE_FOLDER_OR_HUB_ID --text-column C{pair} --label-column L")
+        if d.label is None:
+            raise InputError(f"task {self.spec.name} reads labels: give --label-column L")
+        if d.continuation is not None:
+            raise InputError(f"--continuation-column {d.continuation}: the generation task "
+                             f"reads continuations; task {self.spec.name} reads labels")
         if self.pair and d.pair is None:
             raise InputError("task text_pair needs --pair-column (the second text of each "
                              "pair); for one text per example use --tasks text")

@@ -20,6 +20,7 @@ from faithbench.benchmark.core.api import (
     ALIGNMENT,
     CLASSIFICATION,
     PAIR_CLASSIFICATION,
+    TASK_KINDS,
     MetricInput,
     MetricOutput,
     MetricSpec,
@@ -524,7 +525,7 @@ def test_registered_metric_contract(name):
     assert isinstance(spec.version, str) and spec.version
     assert spec.direction in ("higher", "lower", "none")
     assert (spec.direction == "none") == (spec.family == "descriptive")
-    assert spec.kinds and spec.kinds <= {CLASSIFICATION, PAIR_CLASSIFICATION, ALIGNMENT}
+    assert spec.kinds and spec.kinds <= set(TASK_KINDS)
     assert spec.family in ("faithfulness", "plausibility", "descriptive")
     # a plausibility metric sees only rows with a reference; alignment metrics need every
     # row (an unaligned target word still adds its predicted link), gold grades on each

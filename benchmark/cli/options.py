@@ -27,7 +27,7 @@ def data(p: argparse.ArgumentParser, *, own: bool = True) -> None:
                    "line and field (default), or drop and count them")
     if not own:
         return
-    g = p.add_argument_group("your own dataset (tasks text and text_pair)")
+    g = p.add_argument_group("your own dataset (tasks text, text_pair and generation)")
     g.add_argument("--dataset", metavar="PATH_OR_ID",
                      help="a JSON Lines, JSON, CSV, TSV or Parquet file, a folder of them "
                      "(train/validation/test by file name), or a hub id; missing splits are "
@@ -46,6 +46,12 @@ def data(p: argparse.ArgumentParser, *, own: bool = True) -> None:
     g.add_argument("--rationale-kind", choices=("human", "planted"), default="human",
                      help="human (default): what people find plausible; planted: tokens the "
                      "label was made to depend on, a ground truth meta-eval accepts")
+    g.add_argument("--continuation-column", metavar="C", help="task generation: the column "
+                     "of each prompt's continuation (the text column holds the prompt); "
+                     "default: the model's greedy continuation")
+    g.add_argument("--max-new-tokens", type=int, metavar="N", default=None,
+                     help="task generation without --continuation-column: tokens generated "
+                     "per prompt (default 16)")
 
 
 def model(p: argparse.ArgumentParser, *, seeds: bool = False) -> None:
@@ -222,7 +228,8 @@ def split_list(values) -> tuple[str, ...]:
     return tuple(v.strip() for v in out if v.strip())
 
 
-OWN_DATA_FLAGS = ("text_column", "pair_column", "label_column", "labels", "rationale_column")
+OWN_DATA_FLAGS = ("text_column", "pair_column", "label_column", "labels", "rationale_column",
+                  "continuation_column", "max_new_tokens")
 
 
 def dataset(args) -> DatasetOptions | None:
@@ -235,17 +242,26 @@ def dataset(args) -> DatasetOptions | None:
                              "dataset: give --dataset PATH_OR_ID too (with --tasks text or "
                              "text_pair)")
         return None
-    missing = [f"--{f.replace('_', '-')}" for f in ("text_column", "label_column")
-               if not getattr(args, f, None)]
+    asked = getattr(args, "tasks", None) or [getattr(args, "task", None)]
+    generation = all(t == "generation" for t in asked)
+    needed = ("text_column",) if generation else ("text_column", "label_column")
+    missing = [f"--{f.replace('_', '-')}" for f in needed if not getattr(args, f, None)]
     if missing:
+        what = "the prompt" if generation else "the text and the label"
         raise InputError(f"--dataset {source}: give {' and '.join(missing)} (which columns "
-                         "hold the text and the label)")
+                         f"hold {what})")
+    steps = getattr(args, "max_new_tokens", None)
+    if steps is not None and (steps < 1 or args.continuation_column):
+        raise InputError(f"--max-new-tokens {steps}: give a number >= 1, and only where the "
+                         "model generates (no --continuation-column)")
     labels = tuple(x.strip() for x in args.labels.split(",")) if args.labels else None
     if labels is not None and not all(labels):
         raise InputError(f"--labels {args.labels}: an empty label name")
     return DatasetOptions(source=source, text=args.text_column, label=args.label_column,
                           pair=args.pair_column, labels=labels, rationale=args.rationale_column,
-                          rationale_kind=args.rationale_kind)
+                          rationale_kind=args.rationale_kind,
+                          continuation=getattr(args, "continuation_column", None),
+                          generate=steps or 16)
 
 
 def prompt(args) -> PromptOptions | None:

@@ -14,7 +14,8 @@ EPILOG = """examples:
   faithbench score --task alignment --data-dir ../shared/data --alignments E.jsonl \\
       --submit-as eflomal --entries runs/alignment/leaderboard     # a reference row, no model
   faithbench score --task sentiment --data-dir ../shared/data --explanations mine.jsonl \\
-      --metrics comprehensiveness --per-example per_example.jsonl"""
+      --metrics comprehensiveness --per-example per_example.jsonl
+  faithbench score --task generation --model-path DIR --inseq inseq_out.json   # Inseq's file"""
 
 def add_arguments(p) -> None:
     p.add_argument("--task", required=True, help="the task (`faithbench list` shows them); "
@@ -22,8 +23,12 @@ def add_arguments(p) -> None:
     given = p.add_mutually_exclusive_group(required=True)
     given.add_argument("--explanations", nargs="+", help=".jsonl of explanations (faithbench "
                        "explain's schema); several files share one model and engine, and "
-                       "their rows say which file they score (this or --alignments is "
+                       "their rows say which file they score (this, --inseq or --alignments is "
                        "required)")
+    given.add_argument("--inseq", nargs="+", metavar="FILE", help="task generation: "
+                       "attributions saved by Inseq (FeatureAttributionOutput.save: JSON, "
+                       "gzipped or not, one file or one per sequence), scored step by step; "
+                       "this, --explanations or --alignments is required")
     given.add_argument("--alignments", help='alignment task: .jsonl of {"id", "links": [[i, j], '
                        '...]} per gold sentence pair, scored against the gold (AER, precision, '
                        "recall); this or --explanations is required")
@@ -63,7 +68,8 @@ def main(args) -> int:
     else:
         from faithbench.benchmark.verbs import score_file
 
-        rows = score_file(args.task, args.explanations, config, args.per_example)
+        rows = score_file(args.task, args.explanations or args.inseq, config, args.per_example,
+                          inseq=bool(args.inseq))
     if args.summary:
         write_jsonl_atomic(Path(args.summary), rows)
     files = [(r["explanations"],) if "explanations" in r else () for r in rows]

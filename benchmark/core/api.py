@@ -30,6 +30,7 @@ from faithbench.benchmark.core.names import (  # noqa: F401  (kinds re-exported 
     CLASSIFICATION,
     DIRECTIONS,
     FAMILIES,
+    GENERATION,
     PAIR_CLASSIFICATION,
     TASK_KINDS,
 )
@@ -353,15 +354,20 @@ class DatasetOptions:
     or Parquet file) and the columns to read. ``labels`` fixes the label order (else the
     sorted values, or a ``ClassLabel``'s names); ``rationale`` a column of token indices
     or a 0/1 mask per token, a human rationale unless ``rationale_kind`` is "planted"
-    (tokens the label was made to depend on: a ground truth ``meta-eval`` accepts)."""
+    (tokens the label was made to depend on: a ground truth ``meta-eval`` accepts).
+    The generation task reads ``text`` as each prompt and ``continuation``."""
 
     source: str
     text: str
-    label: str
+    label: str | None = None  # None only for the generation task
     pair: str | None = None
     labels: tuple[str, ...] | None = None
     rationale: str | None = None
     rationale_kind: str = "human"
+    # the generation task: the column of each prompt's continuation (None: the model's
+    # greedy continuation of ``generate`` tokens)
+    continuation: str | None = None
+    generate: int = 16
 
 
 @dataclass(frozen=True)
@@ -545,7 +551,8 @@ class MetricInput:
     rationale, or for alignment rows (B, T) int8 gold grades of the source words
     (2 sure link to the row's target word, 1 possible only, 0 none), or None; reference_rate: the mean over *all* examples being scored of
     |reference| / n — a dataset-level statistic (ERASER cuts soft scores at one
-    dataset-level k), None where there are no references.
+    dataset-level k), None where there are no references; log_target: drops are in
+    log p(target) (a generation row, ``target_drops``).
     """
 
     batch: Batch
@@ -555,6 +562,8 @@ class MetricInput:
     perturber: Perturber
     reference: torch.Tensor | None = None
     reference_rate: float | None = None
+    # a generation row's metrics compare log p(target) instead of p(target)
+    log_target: bool = False
 
 
 @dataclass(frozen=True)

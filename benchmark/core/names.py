@@ -5,7 +5,10 @@ and metric directions. Torch-free, so the leaderboard can read them too."""
 CLASSIFICATION = "classification"
 PAIR_CLASSIFICATION = "pair_classification"
 ALIGNMENT = "alignment"
-TASK_KINDS = (CLASSIFICATION, PAIR_CLASSIFICATION, ALIGNMENT)
+# a generated (teacher-forced) token per row: metrics on its log-probability, each
+# sequence's steps averaged into one value (``faithbench.tasks.generation``)
+GENERATION = "generation"
+TASK_KINDS = (CLASSIFICATION, PAIR_CLASSIFICATION, ALIGNMENT, GENERATION)
 
 # Metric families, in the order tables list them; rankings never mix two. "sanity": the
 # sanity checks (Adebayo et al. 2018), whether explanations change with the model.

@@ -9,7 +9,8 @@ never ranked, erased or scored: they are constants of the model, like BERT's [CL
 The class scores are read at the last position of the sequence, either as the
 next-token logits of one label word per class (``prompt``: the usual LLM setting) or by
 a linear head on the last position's hidden state (``head``: the library's
-``...ForSequenceClassification`` of decoder layouts). Sequences are left-padded with
+``...ForSequenceClassification`` of decoder layouts); a generation row reads the whole
+vocabulary there (``next``: the next token's logits, ``generation_template``). Sequences are left-padded with
 position ids counted from each row's first real token, so the scored position is the
 last one of every row (``query = -1``: the attention row an attention explainer reads)
 and a padded row computes what the unpadded sequence computes.
@@ -49,7 +50,7 @@ from faithbench.benchmark.core.models.transformer import (
 )
 
 FILLER = "_"  # the mask eraser's word for a tokenizer with neither [MASK] nor unk
-PROMPT, HEAD = "prompt", "head"
+PROMPT, HEAD, NEXT = "prompt", "head", "next"
 # the layouts whose layers AttnLRP is written for here (RMSNorm, rotary positions,
 # q/k/v/o projections, gated MLP); GPT-2's LayerNorm, learned positions and fused
 # projections are another forward pass, not offered
@@ -106,6 +107,22 @@ def template_ids(tokenizer, text: str, pair: bool) -> Template:
     return Template(lead + ids(before), ids(middle), ids(after))
 
 
+def generation_template(tokenizer) -> Template:
+    """The template of a generation row: the tokenizer's leading special tokens (else
+    its BOS, else its end-of-text token, as GPT-2 starts a text) and nothing after, so
+    the scored position is the row's last token and erasing every token leaves the
+    start token to predict from."""
+    lead = tokenizer("a")["input_ids"]
+    lead = lead[: lead.index(tokenizer("a", add_special_tokens=False)["input_ids"][0])]
+    if not lead:
+        start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None \
+            else tokenizer.eos_token_id
+        if start is None:
+            raise InputError("the tokenizer has no BOS or end-of-text token to start a text with")
+        lead = [int(start)]
+    return Template(lead, [], [])
+
+
 def label_word_ids(tokenizer, words: tuple[str, ...]) -> list[int]:
     """The id of each label word's first token as the model would continue the template
     (with a leading space for byte-level tokenizers); the first tokens must differ."""
@@ -124,20 +141,22 @@ def label_word_ids(tokenizer, words: tuple[str, ...]) -> list[int]:
 
 class DecoderClassifier(LibraryAdapter):
     """``hf``: a causal LM (``prompt``: class c's score is the next-token logit of
-    ``label_ids[c]`` at the last position) or a decoder ``...ForSequenceClassification``
-    (``head``: its ``score`` layer on the last position; ``label_order`` as for the
-    encoder adapter). Loaded with eager attention so every layer's attention is read."""
+    ``label_ids[c]`` at the last position; ``next``: every token's, for generation rows)
+    or a decoder ``...ForSequenceClassification`` (``head``: its ``score`` layer on the
+    last position; ``label_order`` as for the encoder adapter). Loaded with eager
+    attention so every layer's attention is read."""
 
     label_order: torch.Tensor  # a buffer
     query = -1  # the scored position: attention explainers read this row
 
     def __init__(self, hf: Any, tokenizer, template: Template,
-                 label_ids: list[int] | None = None, label_order: list[int] | None = None):
+                 label_ids: list[int] | None = None, label_order: list[int] | None = None,
+                 next_token: bool = False):
         super().__init__()
         self.hf: Any = hf
         self.tokenizer = tokenizer
         self.template = template
-        self.mode = PROMPT if label_ids is not None else HEAD
+        self.mode = NEXT if next_token else PROMPT if label_ids is not None else HEAD
         if self.mode == HEAD and getattr(hf, "score", None) is None:
             raise InputError(f"{type(hf).__name__} has no classification head (score); "
                              "a causal LM classifies by its label words (prompt)")
@@ -149,7 +168,8 @@ class DecoderClassifier(LibraryAdapter):
         self.capabilities = frozenset({GRADIENTS, EMBEDDINGS, ATTENTION, LAYER_ATTENTION,
                                        *([LRP, VALUE_ZEROING] if self.lrp_ready else [])})
         self.max_rows_per_pass = 32
-        order = list(range(len(label_ids) if label_ids is not None else hf.config.num_labels)) \
+        order = [] if next_token else list(range(
+            len(label_ids) if label_ids is not None else hf.config.num_labels)) \
             if label_order is None else list(label_order)
         self.register_buffer("label_order", torch.tensor(order, dtype=torch.long),
                              persistent=False)
@@ -159,7 +179,7 @@ class DecoderClassifier(LibraryAdapter):
         weights = {k: v.detach().clone() for k, v in self.hf.state_dict().items()}
         return _rebuild, (type(self.hf), self.hf.config, weights, self.tokenizer,
                           self.template, self.label_ids, self.label_order.tolist(),
-                          self.training)
+                          self.mode == NEXT, self.training)
 
     def attention_maps(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, L, H, S, S) attention of every layer and head over the full left-padded
@@ -205,7 +225,13 @@ class DecoderClassifier(LibraryAdapter):
 
     def head_logits(self, hidden: torch.Tensor, eps: float | None = None) -> torch.Tensor:
         """(B, C) class scores from (B, D) last-position hidden states, task order
-        (with ``eps``: by the LRP ε-rule)."""
+        (with ``eps``: by the LRP ε-rule); ``next``: (B, vocabulary) next-token logits."""
+        if self.mode == NEXT:
+            out = self.hf.get_output_embeddings()
+            weight, bias = out.weight, getattr(out, "bias", None)
+            if eps is not None:
+                return lrp.linear_weights(hidden, weight, bias, eps)
+            return hidden @ weight.T + (0 if bias is None else bias)
         if self.mode == PROMPT:
             out = self.hf.get_output_embeddings()
             rows = torch.as_tensor(self.label_ids, device=hidden.device)
@@ -387,9 +413,9 @@ def _filler_id(tokenizer) -> int:
     return int(tokenizer(" " + FILLER, add_special_tokens=False)["input_ids"][0])
 
 
-def _rebuild(kind, config, weights, tokenizer, template, label_ids, label_order, training
-             ) -> DecoderClassifier:
+def _rebuild(kind, config, weights, tokenizer, template, label_ids, label_order, next_token,
+             training) -> DecoderClassifier:
     hf = kind(config)
     hf.load_state_dict(weights)
     return DecoderClassifier(hf, tokenizer, Template(*template), label_ids,
-                             label_order).train(training)
+                             None if next_token else label_order, next_token).train(training)
