@@ -31,6 +31,9 @@ MODELS = (
      "attention, embeddings, gradients, layer_attention, lrp, value_zeroing"),
     ("decoder, GPT-2 layout", "a GPT-2 --model-path",
      "attention, embeddings, gradients, layer_attention"),
+    ("transformer encoder-decoder",
+     "alignment's --model transformer (attention: its cross-attention)",
+     "attention, embeddings, gradients"),
 )
 
 

@@ -56,6 +56,10 @@ from faithbench.benchmark.core.models.training import (
     sentence_nll,
     train,
 )
+from faithbench.benchmark.core.models.transformer_translator import (
+    EncoderDecoderConfig,
+    TransformerTranslator,
+)
 from faithbench.benchmark.core.vocab import Vocabulary, collate
 from faithbench.tasks.alignment_baselines import ALIGNERS, diagonal, eflomal_links
 from faithbench.tasks.alignment_data import MAX_TOKENS, read_gold, read_parallel
@@ -69,9 +73,12 @@ HELD_FRACTION = 10  # ... and at most one in this many, so a small corpus still 
 MIN_TRAIN_PAIRS = 100  # a floor that keeps perplexity and training defined, not a promise of
 # a useful model (the Hansards model trains on 60,000 pairs)
 DEFAULT_VARIANT = "alignment"
-# the decoder-only translator (``--model decoder``): AdamW with warm-up, as Transformers train
+# the Transformer translators, decoder-only (``--model decoder``) and encoder-decoder
+# (``--model transformer``): AdamW with warm-up, as Transformers train
 DECODER_TRAIN = TrainConfig(epochs=5, patience=1, lr=1e-3, batch_size=64, word_dropout=0.05,
                             weight_decay=0.01, clip=1.0, optimizer="adamw", warmup=0.1)
+TRANSLATORS: dict[str, type] = {"decoder": DecoderTranslator,
+                                "transformer": TransformerTranslator}
 
 SPEC = TaskSpec(
     name="alignment",
@@ -109,8 +116,8 @@ class AlignmentTask:
         'alignment[variant=ro-en]@1'
         """
         params = (("variant", options.variant or DEFAULT_VARIANT),)
-        if options.model == "decoder":  # the decoder-only translator
-            params = (*params, ("model", "decoder"))
+        if options.model in ("decoder", "transformer"):  # a Transformer translator
+            params = (*params, ("model", options.model))
         if options.bilstm is not None:  # the uniform-attention model (``--bilstm uniform``)
             params = (*params, ("bilstm", options.bilstm))
         return replace(self.spec, params=params)
@@ -219,22 +226,22 @@ class AlignmentTask:
         if options.masked_training or options.transform is not None:
             raise InputError(f"{self.spec.name}: masked training and ROAR apply to the "
                              "classification tasks only")
-        if options.model not in (None, "bilstm", "decoder") or options.model_path:
+        if options.model not in (None, "bilstm", *TRANSLATORS) or options.model_path:
             raise InputError(f"{self.spec.name}: its models are the GRU encoder-decoder "
-                             "(default) and a decoder-only translator (--model decoder); "
-                             "--model transformer and --model-path apply to the "
-                             "classification tasks")
-        decoder = options.model == "decoder"  # the decoder-only translator
-        if decoder and options.bilstm is not None:
+                             "(default), a decoder-only translator (--model decoder) and a "
+                             "Transformer encoder-decoder (--model transformer); "
+                             "--model-path applies to the classification tasks")
+        family = TRANSLATORS.get(options.model or "")
+        if family is not None and options.bilstm is not None:
             raise InputError(f"--bilstm {options.bilstm} is a variant of the GRU "
-                             "encoder-decoder, not of --model decoder")
+                             f"encoder-decoder, not of --model {options.model}")
         if options.bilstm not in (None, "uniform"):
             raise InputError(f"{self.spec.name}: --bilstm {options.bilstm} is a variant of the "
                              "classifiers' BiLSTM; the encoder-decoder has only --bilstm "
                              "uniform (its attention frozen at 1/n)")
         plan = self._plan(options)
         seed_everything(options.seed)  # before the build: the seed decides the initial weights
-        build = DecoderTranslator if decoder else AttentionSeq2Seq
+        build = family or AttentionSeq2Seq
         model = place(build(plan.mconf), Placement.of(options))
         path, tconf, held, training = plan.path, plan.tconf, plan.held, plan.training
         ready = ReadyAlignment(spec=self.spec_for(options), gold=plan.gold,
@@ -267,7 +274,9 @@ class AlignmentTask:
         made = load_or_train(model, path, train=fit, config=plan.config,
                              fraction_accuracy=False)  # perplexity and BLEU
         ready.take(made)
-        budget = Budget("decoder" if decoder else "seq2seq", options.variant or DEFAULT_VARIANT,
+        name = {"decoder": "decoder", "transformer": "encoder_decoder"}.get(options.model or "",
+                                                                         "seq2seq")
+        budget = Budget(name, options.variant or DEFAULT_VARIANT,
                         len(training), options.train_limit, tconf.epochs, len(made.history))
         ready.report = ModelReport(budget, ready.check(held, training))
         return ready
@@ -283,12 +292,12 @@ class AlignmentTask:
         tgt_counts = Vocabulary.build((t for _, t in training), self.min_freq,
                                       self.tgt_words).itos[2:]
         tgt_vocab = Vocabulary([BOS, EOS, *tgt_counts])
-        mconf: Seq2SeqConfig | TranslatorConfig
-        if options.model == "decoder":
-            mconf = TranslatorConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
-                                     bos_id=tgt_vocab.stoi[BOS],
-                                     **({"layers": options.model_layers}
-                                        if options.model_layers else {}))
+        mconf: Seq2SeqConfig | TranslatorConfig | EncoderDecoderConfig
+        if options.model in TRANSLATORS:
+            kind = TranslatorConfig if options.model == "decoder" else EncoderDecoderConfig
+            mconf = kind(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
+                         bos_id=tgt_vocab.stoi[BOS],
+                         **({"layers": options.model_layers} if options.model_layers else {}))
             tconf = DECODER_TRAIN.with_options(options)
         else:
             mconf = Seq2SeqConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
@@ -325,7 +334,7 @@ class _Plan:
     held: list
     src_vocab: Vocabulary
     tgt_vocab: Vocabulary
-    mconf: Seq2SeqConfig | TranslatorConfig
+    mconf: Seq2SeqConfig | TranslatorConfig | EncoderDecoderConfig
     tconf: TrainConfig
     fingerprint: str
     config: dict

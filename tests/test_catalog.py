@@ -35,6 +35,12 @@ def test_every_model_row_is_what_the_model_offers():
         offers("seq2seq")
     assert set(capabilities(random_bert(["a b"])[1])) == offers("transformer")
     assert set(capabilities(DecoderTranslator(TranslatorConfig(30, 30, 2)))) == offers("decoder")
+    from faithbench.benchmark.core.models.transformer_translator import (
+        EncoderDecoderConfig,
+        TransformerTranslator,
+    )
+    assert set(capabilities(TransformerTranslator(EncoderDecoderConfig(30, 30, 2)))) == offers(
+        "transformer encoder-decoder")
 
     def decoder(config) -> DecoderClassifier:
         hf = transformers.AutoModelForCausalLM.from_config(config)

@@ -81,10 +81,11 @@ def model(p: argparse.ArgumentParser, *, seeds: bool = False) -> None:
                    help="train the task models with random masking (half of each batch "
                    "masked at a U(0,1) ratio), so erasure is in distribution for them")
     g.add_argument("--model", choices=("bilstm", "transformer", "decoder"),
-                   help="model family of the classification tasks: bilstm (default, the "
-                   "task's own), transformer (all-MiniLM-L6-v2 fine-tuned here) or decoder "
-                   "(a small Llama-layout decoder trained here); part of the task id, so "
-                   "families never share a leaderboard suite")
+                   help="model family: bilstm (default, the task's own), transformer "
+                   "(all-MiniLM-L6-v2 fine-tuned here; on alignment a Transformer "
+                   "encoder-decoder trained here) or decoder (a small Llama-layout decoder "
+                   "trained here); part of the task id, so families never share a "
+                   "leaderboard suite")
     g.add_argument("--bilstm", choices=("uniform", "orthogonal", "diversity"),
                    help="a BiLSTM of the attention debate: uniform (attention frozen at "
                    "1/n, Wiegreffe & Pinter 2019; on alignment, the encoder-decoder's), "

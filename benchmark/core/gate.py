@@ -43,7 +43,8 @@ log = logging.getLogger(__name__)
 ACCURACY_MARGIN = 0.05  # accuracy points above the majority-class rate
 PERPLEXITY_MARGIN = 0.05  # nats per word below the unigram model (perplexity x 0.95)
 FAMILY_NAMES = {"bilstm": "BiLSTM", "transformer": "MiniLM fine-tuned", "hf": "checkpoint",
-                "seq2seq": "GRU encoder-decoder"}
+                "seq2seq": "GRU encoder-decoder", "decoder": "decoder trained here",
+                "encoder_decoder": "Transformer encoder-decoder"}
 
 
 class WeakModelError(InputError):
