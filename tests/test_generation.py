@@ -219,7 +219,7 @@ def test_rows_from_a_file_must_be_the_models_tokens(llama, tmp_path):
 
 # -- Inseq's saved attributions ------------------------------------------------------------
 
-INSEQ = Path(__file__).parent / "fixtures" / "inseq"  # written by make_fixture.py there
+INSEQ = Path(__file__).parent / "fixtures" / "inseq"  # written by benchmarks/inseq_fixture.py
 
 
 @pytest.fixture(scope="module")
