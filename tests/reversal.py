@@ -49,3 +49,21 @@ def per_position(row: list[int]) -> Batch:
 def gold(n: int) -> set[tuple[int, int]]:
     """The true links (source, target) of an n-word sentence."""
     return {(n - 1 - t, t) for t in range(n)}
+
+
+def train_reverser(model, config) -> tuple:
+    """``model`` (built after ``seed_everything(0)``) trained on 2,000 reversal rows for
+    next-word prediction, early-stopped on 200 others: (model in eval mode, the held-out
+    rows, their teacher-forced batches, the best held-out score, the history)."""
+    from faithbench.benchmark.core.models.training import NEXT_WORD, train
+    train_rows, val_rows = sentences(2000, 0), sentences(200, 1)
+    val = [teacher_forced(val_rows[i : i + 50]) for i in range(0, 200, 50)]
+
+    def epoch(e):
+        rows = train_rows[:]
+        random.Random(e).shuffle(rows)
+        return [teacher_forced(rows[i : i + 32]) for i in range(0, len(rows), 32)]
+
+    best, history = train(model, epoch, val, config, seed=0, progress=False,
+                          objective=NEXT_WORD)
+    return model.eval(), val_rows, val, best, history

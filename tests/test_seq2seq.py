@@ -6,7 +6,6 @@ off as links, finds that alignment."""
 from __future__ import annotations
 
 import math
-import random
 
 import numpy as np
 import pytest
@@ -22,7 +21,15 @@ from faithbench.benchmark.core.models.training import (
     train,
 )
 from faithbench.metrics.alignment import AER, argmax_links, link_counts
-from tests.reversal import BOS, VOCAB, gold, per_position, sentences, teacher_forced
+from tests.reversal import (
+    BOS,
+    VOCAB,
+    gold,
+    per_position,
+    sentences,
+    teacher_forced,
+    train_reverser,
+)
 
 
 class Uniform(torch.nn.Module):
@@ -45,17 +52,7 @@ def reverser(one_thread):
     seed_everything(0)
     model = AttentionSeq2Seq(Seq2SeqConfig(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB,
                                            embed_dim=32, hidden=32, attn_dim=32, dropout=0.0))
-    train_rows, val_rows = sentences(2000, 0), sentences(200, 1)
-    val = [teacher_forced(val_rows[i : i + 50]) for i in range(0, 200, 50)]
-
-    def epoch(e):
-        rows = train_rows[:]
-        random.Random(e).shuffle(rows)
-        return [teacher_forced(rows[i : i + 32]) for i in range(0, len(rows), 32)]
-
-    best, history = train(model, epoch, val, TrainConfig(epochs=8, patience=2, lr=1e-2),
-                          seed=0, progress=False, objective=NEXT_WORD)
-    return model, val_rows, val, best, history
+    return train_reverser(model, TrainConfig(epochs=8, patience=2, lr=1e-2))
 
 
 def test_teacher_forcing_learns_to_reverse(reverser):
@@ -227,8 +224,8 @@ def test_alignment_error_of_the_attention_links_by_hand():
         examples = [Example(i, ("w",) * 3, 0, extras={"sentence": i[0]})
                     for i in batch.example_ids]
 
-        class prepared:  # noqa: N801 - the attribute the session carries
-            class model:  # noqa: N801
+        class prepared:
+            class model:
                 @staticmethod
                 def attention(b):
                     return weights

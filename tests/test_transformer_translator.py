@@ -6,21 +6,24 @@ cross-attention of a trained model, read off as links, finds that alignment."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 import torch
 
 from faithbench.benchmark.core.api import Batch
 from faithbench.benchmark.core.models.training import (
-    NEXT_WORD,
     TrainConfig,
     perplexity,
     seed_everything,
-    train,
 )
 from faithbench.metrics.alignment import AER, argmax_links, link_counts
-from tests.reversal import BOS, VOCAB, gold, per_position, sentences, teacher_forced
+from tests.reversal import (
+    BOS,
+    VOCAB,
+    gold,
+    per_position,
+    teacher_forced,
+    train_reverser,
+)
 
 pytest.importorskip("transformers")
 from faithbench.benchmark.core.models.transformer_translator import (
@@ -35,18 +38,8 @@ def reverser(one_thread):
     model = TransformerTranslator(EncoderDecoderConfig(
         src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, bos_id=BOS, hidden=32, layers=2, heads=4,
         ffn=64, dropout=0.0))
-    train_rows, val_rows = sentences(2000, 0), sentences(200, 1)
-    val = [teacher_forced(val_rows[i : i + 50]) for i in range(0, 200, 50)]
-
-    def epoch(e):
-        rows = train_rows[:]
-        random.Random(e).shuffle(rows)
-        return [teacher_forced(rows[i : i + 32]) for i in range(0, len(rows), 32)]
-
-    best, _ = train(model, epoch, val, TrainConfig(epochs=10, patience=2, lr=3e-3,
-                                                   optimizer="adamw", warmup=0.1),
-                    seed=0, progress=False, objective=NEXT_WORD)
-    return model.eval(), val_rows, val, best
+    return train_reverser(model, TrainConfig(epochs=10, patience=2, lr=3e-3,
+                                             optimizer="adamw", warmup=0.1))[:4]
 
 
 def test_the_forward_and_cross_attention_are_the_librarys_on_the_typed_ids(reverser):
