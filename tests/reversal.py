@@ -67,3 +67,19 @@ def train_reverser(model, config) -> tuple:
     best, history = train(model, epoch, val, config, seed=0, progress=False,
                           objective=NEXT_WORD)
     return model.eval(), val_rows, val, best, history
+
+
+def explainer_aer(model, explainer: str, rows: list[list[int]]) -> float:
+    """AER of the links read off ``explainer``'s scores (argmax over the source) on the
+    reversal of each of ``rows``, against the one true link (n − 1 − t, t) of target
+    word t."""
+    from faithbench.metrics.alignment import AER, argmax_links, link_counts
+    from faithbench.submissions import get_explainer
+    explain = get_explainer(explainer)
+    counts = []
+    for row in rows:
+        scores = explain.explain(model, per_position(row), torch.tensor(row[::-1]),
+                                 rng=torch.Generator().manual_seed(0))
+        counts.append(link_counts(argmax_links(scores.detach()), gold(len(row)),
+                                  gold(len(row))))
+    return float(AER(torch.tensor(counts).sum(0).numpy()))

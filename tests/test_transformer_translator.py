@@ -15,12 +15,10 @@ from faithbench.benchmark.core.models.training import (
     perplexity,
     seed_everything,
 )
-from faithbench.metrics.alignment import AER, argmax_links, link_counts
 from tests.reversal import (
     BOS,
     VOCAB,
-    gold,
-    per_position,
+    explainer_aer,
     teacher_forced,
     train_reverser,
 )
@@ -92,16 +90,8 @@ def test_the_reversers_explanations_find_the_reversed_diagonal(reverser, explain
     """Links read off each explainer's scores (argmax over the source) against the one
     true link (n − 1 − t, t) of target word t; ``attention`` is the last layer's
     cross-attention."""
-    from faithbench.submissions import get_explainer
     model, rows, *_ = reverser
-    explain = get_explainer(explainer)
-    counts = []
-    for row in rows[:60]:
-        scores = explain.explain(model, per_position(row), torch.tensor(row[::-1]),
-                                 rng=torch.Generator().manual_seed(0))
-        counts.append(link_counts(argmax_links(scores.detach()), gold(len(row)),
-                                  gold(len(row))))
-    aer = float(AER(torch.tensor(counts).sum(0).numpy()))
+    aer = explainer_aer(model, explainer, rows[:60])
     assert aer < BOUND[explainer], aer
 
 
