@@ -101,8 +101,10 @@ def test_a_pair_goes_into_its_two_slots(layout, tokenizer):
     labels = [tokenizer.convert_tokens_to_ids(w) for w in ("yes", "maybe", "no")]
     for row, (a, b) in enumerate(zip(premises, hypotheses)):
         ids = torch.tensor([typed(tokenizer, f"{a} Question: {b} Answer:")])
+        # Llama's eager attention takes its softmax in float32 (transformers 5.18), so a
+        # padded row and the typed one can round apart there: float32 precision
         torch.testing.assert_close(got[row], hf(input_ids=ids).logits[0, -1, labels],
-                                   rtol=1e-9, atol=1e-9)
+                                   rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("layout", ("llama", "qwen2", "gpt2"))

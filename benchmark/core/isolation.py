@@ -224,7 +224,7 @@ class Worker:
         finally:
             os.close(child_in)
             os.close(child_out)
-        wire.send(self.fd_out, {
+        self._send({
             "ref": self.ref, "init_file": str(init_file),
             "sys_path": [os.path.abspath(p or ".") for p in sys.path if os.path.isdir(p or ".")],
             "scratch": str(scratch), "memory_bytes": memory, "threads": self.box.threads,
@@ -232,6 +232,15 @@ class Worker:
         header, _ = self._answer(LOAD_TIMEOUT_S, "load", (), during="loading")
         self.starts += 1
         return header.get("spec")
+
+    def _send(self, header: dict, arrays: dict | None = None) -> None:
+        """A request to the worker. A worker that died before reading it (it could not
+        enter its cgroup, a memory kill, a crash) is said so by the answer that follows:
+        ``_answer`` reads its closed end, reaps it and names the cause."""
+        try:
+            wire.send(self.fd_out, header, arrays)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def _contain(self, memory: int | None) -> bool:
         """Hold the coming worker's whole process tree to ``memory`` bytes: a fresh
@@ -318,15 +327,9 @@ class Worker:
         arrays = {"ids": batch.ids, "mask": batch.mask, "target": target,
                   **{k: getattr(batch, k) for k in ("segments", "prefix", "prefix_mask", "words")
                      if getattr(batch, k) is not None}}
-        try:
-            wire.send(self.fd_out, {"op": "explain", "seed": int(seed), "limit_s": limit,
-                                    "example_ids": list(batch.example_ids)},
-                      {k: v.detach().cpu().numpy() for k, v in arrays.items()})
-        except (BrokenPipeError, ConnectionResetError):
-            code = self._reap()
-            raise self._over_memory("explain", batch.example_ids) or PluginError(
-                self.name, "explain", f"its worker process died (exit code "
-                f"{code}){_signal_name(code)}", batch.example_ids) from None
+        self._send({"op": "explain", "seed": int(seed), "limit_s": limit,
+                    "example_ids": list(batch.example_ids)},
+                   {k: v.detach().cpu().numpy() for k, v in arrays.items()})
         wait = None if limit is None else 2 * limit + TRANSPORT_S
         header, arrays = self._answer(wait, "explain", batch.example_ids,
                                       during="explaining")
