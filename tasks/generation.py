@@ -100,7 +100,8 @@ class GenerationTask:
         net = model.DecoderClassifier(hf, tokenizer, model.generation_template(tokenizer),
                                       next_token=True).eval()
         dataset = options.dataset
-        spec = replace(self.spec, params=(*spec_params(dataset), ("model", "hf")))
+        rows = read_rows(dataset) if dataset is not None else {}
+        spec = replace(self.spec, params=(*spec_params(dataset, rows), ("model", "hf")))
         ready = ReadyGeneration(
             spec=spec, model=net, tokenizer=tokenizer,
             limit=checkpoint_limit(path, model.PROMPT) - len(net.template.prefix),
@@ -109,10 +110,11 @@ class GenerationTask:
                 "family": "hf", "path": str(path.resolve()), "next_token": True}},
             checkpoint=weights_hash(hf.state_dict()))
         if dataset is not None:
-            ready.sequences = read_sequences(dataset, ready)
+            ready.sequences = {split: ready.tokenized(*read, dataset, split)
+                               for split, read in rows.items()}
             ready.data_fingerprint = content_hash(
-                {s: [(q.id, q.prompt, q.continuation) for q in rows]
-                 for s, rows in ready.sequences.items()})[:16]
+                {s: [(q.id, q.prompt, q.continuation) for q in seqs]
+                 for s, seqs in ready.sequences.items()})[:16]
             ready.accuracy, ready.report = ready.measure(path)
         return ready
 
@@ -147,34 +149,20 @@ class GenerationTask:
         return path
 
 
-def spec_params(dataset: DatasetOptions | None) -> tuple[tuple[str, str], ...]:
-    """The dataset's content hash and the columns read (or the greedy length), as the
-    text tasks name theirs; nothing without a dataset (explanations from a file)."""
+def spec_params(dataset: DatasetOptions | None, rows: dict) -> tuple[tuple[str, str], ...]:
+    """The content hash of the rows read and the columns read (or the greedy length), as
+    the text tasks name theirs; nothing without a dataset (explanations from a file)."""
     if dataset is None:
         return ()
     read = (("continuation", dataset.continuation) if dataset.continuation
             else ("generate", str(dataset.generate)))
-    return (read, ("data", _source_hash(dataset.source)), ("prompt", dataset.text))
+    return (read, ("data", content_hash(rows)[:12]), ("prompt", dataset.text))
 
 
-def _source_hash(source: str) -> str:
-    path = Path(source).expanduser()
-    if path.is_file():
-        from faithbench.benchmark.core.files import file_hash
-        return file_hash(path)[:12]
-    if path.is_dir():
-        from faithbench.benchmark.core.files import file_hash
-        return content_hash({p.name: file_hash(p) for p in sorted(path.iterdir())
-                             if p.is_file()})[:12]
-    return content_hash({"hub": source})[:12]
-
-
-def read_sequences(dataset: DatasetOptions, ready: ReadyGeneration
-                   ) -> dict[str, list[Continued]]:
-    """Each split's sequences: the prompt column, and the continuation column or the
-    model's greedy continuation; a file with one split is the test split. A missing
-    column, an empty prompt, an id seen twice or a sequence longer than the model reads
-    is an error naming the dataset, split, row and column."""
+def read_rows(dataset: DatasetOptions) -> dict[str, tuple[list, list, list | None]]:
+    """Each split's (ids, prompts, continuations or None) as the dataset holds them; a
+    file with one split is the test split. A missing column, an empty prompt or an id
+    seen twice is an error naming the dataset, split, row and column."""
     tables = load_source(dataset.source)
     if len(tables) == 1:
         tables = {"test": next(iter(tables.values()))}
@@ -198,9 +186,8 @@ def read_sequences(dataset: DatasetOptions, ready: ReadyGeneration
             seen[sid] = i + 1
             prompts.append(text)
             ids.append(sid)
-        given = ([row[dataset.continuation] for row in table] if dataset.continuation
-                 else None)
-        out[split] = ready.tokenized(ids, prompts, given, dataset, split)
+        given = list(table[dataset.continuation]) if dataset.continuation else None
+        out[split] = (ids, prompts, given)
     return out
 
 
