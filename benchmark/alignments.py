@@ -83,9 +83,16 @@ def explainer_links(task: str, explainer: str, config: RunConfig, links: str,
     if not cache:  # as examples, not a split: nothing is cached or kept part-done under
         session = session.on(session.examples)  # ``config.out``, here the output file
     explained = session.explain(resolve_explainer(explainer, confinement(config)), cache=cache)
+    return links_read(session, explained.scores, links, fraction)
+
+
+def links_read(session, scores, links: str, fraction: float | None
+               ) -> tuple[dict[str, set], dict[str, tuple[int, int]]]:
+    """({sentence id: links}, {sentence id: (source, target) lengths}) read off each
+    alignment row's ``scores`` of the session's examples by ``links``."""
     found: dict[str, set] = {}
     sizes: dict[str, tuple[int, int]] = {}
-    for e, s in zip(session.examples, explained.scores):
+    for e, s in zip(session.examples, scores):
         row = torch.tensor([s])
         pick = chosen(row, torch.ones_like(row, dtype=torch.bool), links, fraction)[0]
         sentence, j = session.prepared.group_of(e), (e.extras or {})["position"]

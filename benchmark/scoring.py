@@ -141,15 +141,10 @@ def _by_group(scored: Scored, groups: list[str], aggregation) -> Scored:
     ``compare`` resample; its value is the aggregation of its own sums; flags count."""
     if groups == scored.ids or scored.stats is None:
         return scored
-    order = list(dict.fromkeys(groups))
-    position = {g: i for i, g in enumerate(order)}
-    index = np.array([position[g] for g in groups])
+    order, index = _group_index(groups)
     stats = np.zeros((len(order), scored.stats.shape[1]))
     np.add.at(stats, index, scored.stats)
-    flags = {}
-    for name, flag in scored.flags.items():
-        flags[name] = np.zeros(len(order))
-        np.add.at(flags[name], index, flag.astype(float))
+    flags = _counted(scored.flags, index, len(order))
     with np.errstate(invalid="ignore", divide="ignore"):
         values = np.asarray(aggregation(stats), dtype=float)
     return Scored(ids=order, values=values, flags=flags, stats=stats)
@@ -166,9 +161,7 @@ def _mean_by_group(scored: Scored, groups: list[str]) -> Scored:
     >>> g.ids, g.values.tolist(), g.curve.tolist()[0]
     (['a', 'b'], [2.0, nan], [2.0, 5.0])
     """
-    order = list(dict.fromkeys(groups))
-    position = {g: i for i, g in enumerate(order)}
-    index = np.array([position[g] for g in groups], dtype=int)
+    order, index = _group_index(groups)
 
     def mean(values: np.ndarray) -> np.ndarray:
         shape = (len(order), *values.shape[1:])
@@ -179,14 +172,27 @@ def _mean_by_group(scored: Scored, groups: list[str]) -> Scored:
         with np.errstate(invalid="ignore"):
             return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
-    flags = {}
-    for name, flag in scored.flags.items():
-        flags[name] = np.zeros(len(order))
-        np.add.at(flags[name], index, flag.astype(float))
-    return Scored(ids=order, values=mean(scored.values), flags=flags,
+    return Scored(ids=order, values=mean(scored.values),
+                  flags=_counted(scored.flags, index, len(order)),
                   curve=None if scored.curve is None else mean(scored.curve),
                   seconds=scored.seconds, rows_forwarded=scored.rows_forwarded,
                   rows_requested=scored.rows_requested)
+
+
+def _group_index(groups: list[str]) -> tuple[list[str], np.ndarray]:
+    """The groups in order of first appearance, and each row's group position."""
+    order = list(dict.fromkeys(groups))
+    position = {g: i for i, g in enumerate(order)}
+    return order, np.array([position[g] for g in groups], dtype=int)
+
+
+def _counted(flags: dict[str, np.ndarray], index: np.ndarray, n: int) -> dict[str, np.ndarray]:
+    """Each flag's count per group."""
+    out = {}
+    for name, flag in flags.items():
+        out[name] = np.zeros(n)
+        np.add.at(out[name], index, flag.astype(float))
+    return out
 
 
 def with_reference(examples: Sequence) -> list[int]:

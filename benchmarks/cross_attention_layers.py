@@ -18,12 +18,11 @@ from pathlib import Path
 import torch
 from tabulate import tabulate
 
-from faithbench.benchmark.alignments import score_alignments
+from faithbench.benchmark.alignments import links_read, score_alignments
 from faithbench.benchmark.core.records import write_jsonl_atomic
 from faithbench.benchmark.plan import RunConfig
 from faithbench.benchmark.runner import resolve_explainer
 from faithbench.benchmark.session import open_session
-from faithbench.metrics.alignment import chosen
 
 
 def layer_links(session, layer: int) -> list[dict]:
@@ -31,12 +30,7 @@ def layer_links(session, layer: int) -> list[dict]:
     session.prepared.model.attention_layer = layer
     fresh = session.on(session.examples)  # nothing cached: every layer is explained anew
     explained = fresh.explain(resolve_explainer("attention"), cache=False)
-    found: dict[str, set] = {}
-    for e, s in zip(fresh.examples, explained.scores):
-        row = torch.tensor([s])
-        pick = chosen(row, torch.ones_like(row, dtype=torch.bool), "argmax", None)[0]
-        found.setdefault(session.prepared.group_of(e), set()).update(
-            (i, e.extras["position"]) for i in pick.nonzero().flatten().tolist())
+    found, _ = links_read(fresh, explained.scores, "argmax", None)
     return [{"id": k, "links": sorted(map(list, v))} for k, v in found.items()]
 
 

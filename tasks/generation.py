@@ -336,19 +336,21 @@ class ReadyGeneration(PreparedModel):
             counts += torch.bincount(torch.tensor(self._ids(s.continuation), dtype=torch.long),
                                      minlength=self.n_outputs).double()
         unigram = -torch.log(counts / counts.sum())
-        model_nll, unigram_nll, words, right = [], [], [], 0
-        for s in scored:
-            rows = self.steps(s)
-            if not rows:
-                continue
-            total = 0.0
-            for batch, labels, _ in self.batches(rows, 32):
-                logp = torch.log_softmax(self.model.logits(batch).double(), dim=-1)
-                total -= float(logp.gather(1, labels.unsqueeze(1)).sum())
-                right += int((logp.argmax(-1) == labels).sum())
-            model_nll.append(total)
-            unigram_nll.append(float(unigram[[e.label for e in rows]].sum()))
-            words.append(len(rows))
+        rows = [e for s in scored for e in self.steps(s)]  # every step, batched together
+        nll, right = [], 0
+        for batch, labels, _ in self.batches(rows, 32):
+            logp = torch.log_softmax(self.model.logits(batch).double(), dim=-1)
+            nll += (-logp.gather(1, labels.unsqueeze(1)).squeeze(1)).tolist()
+            right += int((logp.argmax(-1) == labels).sum())
+        model_nll, unigram_nll, words = [], [], []
+        at = 0
+        for s in scored:  # each sequence's sums: the gate resamples sequences
+            n = len(s.continuation)
+            if n:
+                model_nll.append(sum(nll[at : at + n]))
+                unigram_nll.append(float(unigram[[e.label for e in rows[at : at + n]]].sum()))
+                words.append(n)
+            at += n
         if not words:
             return {}, ModelReport(Budget("hf", source=str(path)))
         accuracy = {"perplexity": math.exp(sum(model_nll) / sum(words)),

@@ -83,3 +83,13 @@ def explainer_aer(model, explainer: str, rows: list[list[int]]) -> float:
         counts.append(link_counts(argmax_links(scores.detach()), gold(len(row)),
                                   gold(len(row))))
     return float(AER(torch.tensor(counts).sum(0).numpy()))
+
+
+def cut_prefixes(batch: Batch) -> tuple[Batch, torch.Tensor]:
+    """``batch`` with each row's prefix cut to its first max(n − 2, 1) words (rows then
+    explain different positions), and those lengths: a row's next-word logits must be
+    the teacher-forced ones at step length − 1."""
+    cut = torch.clamp(batch.prefix_mask.sum(1) - 2, min=1)
+    prefix_mask = torch.arange(batch.prefix.shape[1]) < cut[:, None]
+    return Batch(batch.ids, batch.mask, batch.example_ids, prefix=batch.prefix * prefix_mask,
+                 prefix_mask=prefix_mask), cut

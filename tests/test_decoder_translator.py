@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from faithbench.benchmark.core.api import Batch
 from faithbench.benchmark.core.models.training import (
     TrainConfig,
     perplexity,
@@ -18,6 +17,7 @@ from faithbench.benchmark.core.models.training import (
 from tests.reversal import (
     BOS,
     VOCAB,
+    cut_prefixes,
     explainer_aer,
     teacher_forced,
     train_reverser,
@@ -76,11 +76,7 @@ def test_the_reversers_explanations_find_the_reversed_diagonal(reverser, explain
 def test_explained_logits_are_the_teacher_forced_ones_at_the_last_prefix_step(reverser):
     model, rows, *_ = reverser
     batch, _ = teacher_forced(rows[:16])
-    lengths = batch.prefix_mask.sum(1)
-    cut = torch.clamp(lengths - 2, min=1)
-    prefix_mask = torch.arange(batch.prefix.shape[1]) < cut[:, None]
-    short = Batch(batch.ids, batch.mask, batch.example_ids, prefix=batch.prefix * prefix_mask,
-                  prefix_mask=prefix_mask)
+    short, cut = cut_prefixes(batch)
     with torch.no_grad():
         full = model.teacher_forced_logits(batch)
         got = model.logits(short)

@@ -24,6 +24,7 @@ from faithbench.metrics.alignment import AER, argmax_links, link_counts
 from tests.reversal import (
     BOS,
     VOCAB,
+    cut_prefixes,
     gold,
     per_position,
     sentences,
@@ -85,11 +86,7 @@ def test_explained_logits_are_the_teacher_forced_ones_at_the_last_prefix_step(re
     model, val_rows, _, _, _ = reverser
     model.eval()
     batch, _ = teacher_forced(val_rows[:16])
-    lengths = batch.prefix_mask.sum(1)
-    cut = torch.clamp(lengths - 2, min=1)  # rows explained at different positions
-    prefix_mask = torch.arange(batch.prefix.shape[1]) < cut[:, None]
-    short = Batch(batch.ids, batch.mask, batch.example_ids, prefix=batch.prefix * prefix_mask,
-                  prefix_mask=prefix_mask)
+    short, cut = cut_prefixes(batch)  # rows explained at different positions
     with torch.no_grad():
         full = model.teacher_forced_logits(batch)
         got = model.logits(short)

@@ -98,8 +98,7 @@ def template_ids(tokenizer, text: str, pair: bool) -> Template:
     if not after.strip():
         raise InputError(f"--template {text!r}: end it with text after the input (e.g. "
                          "'Answer:'): the class is read at its last token")
-    lead = tokenizer("a")["input_ids"]
-    lead = lead[: lead.index(tokenizer("a", add_special_tokens=False)["input_ids"][0])]
+    lead = leading_special_ids(tokenizer)
 
     def ids(part: str) -> list[int]:
         return tokenizer(part, add_special_tokens=False)["input_ids"] if part else []
@@ -107,13 +106,19 @@ def template_ids(tokenizer, text: str, pair: bool) -> Template:
     return Template(lead + ids(before), ids(middle), ids(after))
 
 
+def leading_special_ids(tokenizer) -> list[int]:
+    """The special tokens the tokenizer puts before a text (Llama's <s>, BERT's [CLS];
+    none for GPT-2)."""
+    lead = tokenizer("a")["input_ids"]
+    return lead[: lead.index(tokenizer("a", add_special_tokens=False)["input_ids"][0])]
+
+
 def generation_template(tokenizer) -> Template:
     """The template of a generation row: the tokenizer's leading special tokens (else
     its BOS, else its end-of-text token, as GPT-2 starts a text) and nothing after, so
     the scored position is the row's last token and erasing every token leaves the
     start token to predict from."""
-    lead = tokenizer("a")["input_ids"]
-    lead = lead[: lead.index(tokenizer("a", add_special_tokens=False)["input_ids"][0])]
+    lead = leading_special_ids(tokenizer)
     if not lead:
         start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None \
             else tokenizer.eos_token_id
@@ -226,24 +231,21 @@ class DecoderClassifier(LibraryAdapter):
     def head_logits(self, hidden: torch.Tensor, eps: float | None = None) -> torch.Tensor:
         """(B, C) class scores from (B, D) last-position hidden states, task order
         (with ``eps``: by the LRP ε-rule); ``next``: (B, vocabulary) next-token logits."""
+        out = self.hf.get_output_embeddings()
+        bias = getattr(out, "bias", None)
         if self.mode == NEXT:
-            out = self.hf.get_output_embeddings()
-            weight, bias = out.weight, getattr(out, "bias", None)
-            if eps is not None:
-                return lrp.linear_weights(hidden, weight, bias, eps)
-            return hidden @ weight.T + (0 if bias is None else bias)
-        if self.mode == PROMPT:
-            out = self.hf.get_output_embeddings()
+            weight = out.weight
+        elif self.mode == PROMPT:
             rows = torch.as_tensor(self.label_ids, device=hidden.device)
             weight = out.weight.index_select(0, rows)
-            bias = None if getattr(out, "bias", None) is None else out.bias.index_select(0, rows)
+            bias = None if bias is None else bias.index_select(0, rows)
         else:
             weight, bias = self.hf.score.weight, self.hf.score.bias
         if eps is not None:
             logits = lrp.linear_weights(hidden, weight, bias, eps)
         else:
             logits = hidden @ weight.T + (0 if bias is None else bias)
-        return logits.index_select(1, self.label_order)
+        return logits if self.mode == NEXT else logits.index_select(1, self.label_order)
 
     def language_model_loss(self, batch: Batch) -> torch.Tensor:
         """Mean next-token cross-entropy over a batch of texts (template and all), for
